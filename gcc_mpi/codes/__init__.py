@@ -1,0 +1,25 @@
+"""The coding schemes (no MPI here). ``make_code(name, N, K, **options)`` builds one."""
+
+from .base import DecodeError, LinearCode
+from .berrut import BACC
+from .gcc import GCC
+from .lcc import LCC
+from .letcc import LeTCC
+from .uncoded import Replication, Uncoded
+
+SCHEMES = {
+    "uncoded": Uncoded,
+    "replication": Replication,
+    "lcc": LCC,
+    "bacc": BACC,
+    "letcc": LeTCC,
+    "gcc": GCC,
+}
+
+
+def make_code(name, N, K, **options):
+    """The code ``name`` for N workers and K inputs; ``options`` are its [code.<name>] keys."""
+    return SCHEMES[name](N, K, **options)
+
+
+__all__ = ["DecodeError", "LinearCode", "SCHEMES", "make_code"]

@@ -1,0 +1,42 @@
+"""Berrut's rational interpolant as a linear map, and the BACC scheme built from it."""
+
+import numpy as np
+
+from .base import LinearCode
+from .points import chebyshev_alpha, chebyshev_beta
+
+
+def berrut_matrix(nodes, z):
+    """Matrix W (len(z) x len(nodes)) with W @ y = Berrut's interpolant through (nodes, y) at z.
+
+    r(z) = sum_j s_j y_j / (z - t_j) / sum_j s_j / (z - t_j), where s_j = (-1)^j alternates with
+    the position of t_j among the nodes *sorted* by value (so any subset of points, given in any
+    order, is handled as in Berrut's formula). A z equal to a node returns that node's value.
+    """
+    nodes = np.asarray(nodes, dtype=float)
+    z = np.asarray(z, dtype=float)
+    signs = np.empty(len(nodes))
+    signs[np.argsort(nodes, kind="stable")] = (-1.0) ** np.arange(len(nodes))
+    diff = z[:, None] - nodes[None, :]
+    hit = diff == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        C = signs / diff
+        W = C / C.sum(axis=1, keepdims=True)
+    rows = hit.any(axis=1)
+    W[rows] = hit[rows].astype(float)
+    return W
+
+
+class BACC(LinearCode):
+    """Berrut approximate coded computing (Jahani-Nezhad & Maddah-Ali): Berrut's rational
+    interpolant for the encoder (through (alpha_k, x_k)) and the decoder (through the received
+    (beta_n, y_n)). No parameters; any non-empty received set decodes."""
+
+    exact = False
+
+    def __init__(self, N, K):
+        super().__init__(N, K, chebyshev_alpha(K), chebyshev_beta(N))
+        self.E = berrut_matrix(self.alpha, self.beta)
+
+    def decode_matrix(self, received):
+        return berrut_matrix(self.beta[received], self.alpha), {}
