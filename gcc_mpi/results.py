@@ -1,0 +1,294 @@
+"""HDF5 output: one writer with an explicit schema (rank 0 only), and a reader.
+
+Layout of a results file (format ``gcc_mpi/1``)::
+
+    /                       attrs: format, complete, config, version, command, created, mpi
+    /point_000              attrs: index, params_json, one attr per swept dotted key
+    /point_000/gcc          one group per scheme, datasets along the trial axis:
+        trial (T,) int64, failed (T,) bool, reason (T,) str,
+        mse nmse relacc t_encode t_scatter t_wait t_decode latency lambda_enc lambda_dec (T,) float64,
+        delay arrival (T, N) float64, used (T, N) bool, and any extra (T, ...) arrays (e.g. alpha).
+
+Datasets are chunked and resizable along the first axis (``maxshape=(None, ...)``), created on
+the first append. The number of trials done for a scheme is the dataset length; schemes of one
+point may have different lengths if a run was interrupted. Plain dtypes only (no compound
+types), so any HDF5 tool can read the file. This module never imports MPI: the caller (rank 0,
+or the simulator) owns the writer.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import h5py
+import numpy as np
+
+from . import __version__
+from .errors import JobError
+
+FORMAT = "gcc_mpi/1"
+_CHUNK_BYTES = 64 * 1024  # target chunk size; rows per chunk clipped to [16, 4096]
+_STR = h5py.string_dtype("utf-8")
+_ATTR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
+
+
+def point_name(index):
+    return f"point_{int(index):03d}"
+
+
+def _as_storable(key, value):
+    """Array with a dtype the file stores: float64, int64, bool or variable-length UTF-8 str."""
+    a = np.asarray(value)
+    if a.ndim == 0:
+        raise ValueError(f"rows[{key!r}] must have a leading trial axis; got a scalar")
+    kind = a.dtype.kind
+    if kind == "b":
+        return a
+    if kind in "iu":
+        return a.astype(np.int64, copy=False)
+    if kind == "f":
+        return a.astype(np.float64, copy=False)
+    if kind in "USO":
+        return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel()],
+                        dtype=object).reshape(a.shape)
+    raise ValueError(f"rows[{key!r}] has dtype {a.dtype}; expected float, int, bool or str")
+
+
+class ResultWriter:
+    """Write one results file. Use as a context manager or call :meth:`close`.
+
+    ``overwrite`` replaces an existing file; ``resume`` opens it for appending (it must be a
+    gcc_mpi/1 file written for the identical resolved job; a missing file is simply created,
+    so the same command works for the first run and a requeued one). Otherwise an existing
+    file is refused. ``complete`` is False until ``close(complete=True)``.
+    """
+
+    def __init__(self, path, *, config_toml: str, command: str, mpi: str,
+                 overwrite: bool = False, resume: bool = False):
+        self.path = os.fspath(path)
+        if overwrite and resume:
+            raise JobError("--resume", "cannot be combined with --overwrite")
+        exists = os.path.exists(self.path)
+        if exists and not (overwrite or resume):
+            raise JobError("-o", f"{self.path} exists; use --overwrite or --resume")
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        self._datasets = {}  # (index, scheme) -> {name: h5py.Dataset}
+        if resume and exists:
+            try:
+                self._f = h5py.File(self.path, "a")
+            except OSError as e:
+                raise JobError("--resume", f"cannot open {self.path} as HDF5 ({e})") from None
+            try:
+                self._check_resumable(config_toml)
+            except BaseException:
+                self._f.close()
+                raise
+            self._f.attrs["complete"] = False
+        else:
+            self._f = h5py.File(self.path, "w" if overwrite else "w-", track_order=True)
+            a = self._f.attrs
+            a["format"] = FORMAT
+            a["complete"] = False
+            a["config"] = config_toml
+            a["version"] = __version__
+            a["command"] = command
+            a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            a["mpi"] = mpi
+        self._f.flush()
+
+    def _check_resumable(self, config_toml):
+        fmt = self._f.attrs.get("format")
+        if fmt != FORMAT:
+            raise JobError("--resume", f"{self.path} is not a {FORMAT} results file "
+                                       f"(format {fmt!r})")
+        old = self._f.attrs.get("config", "")
+        if old != config_toml:
+            diff = next(((i, a, b) for i, (a, b) in
+                         enumerate(zip(old.splitlines() + [""], config_toml.splitlines() + [""]))
+                         if a != b), None)
+            where = f" (line {diff[0] + 1}: {diff[1]!r} in the file, {diff[2]!r} now)" if diff else ""
+            raise JobError("--resume", f"{self.path} was written for a different job{where}; "
+                                       "use a new -o or --overwrite")
+
+    # -- points and rows -----------------------------------------------------------------
+    def add_point(self, index: int, params: dict) -> None:
+        """Create group ``point_XXX`` with its parameters; a no-op if it exists with the same."""
+        name = point_name(index)
+        params_json = json.dumps(params, default=_py)  # numpy scalars -> Python
+        if name in self._f:
+            old = self._f[name].attrs.get("params_json")
+            if old != params_json:
+                raise ValueError(f"{name} exists with params {old}, not {params_json}")
+            return
+        g = self._f.create_group(name, track_order=True)
+        g.attrs["index"] = int(index)
+        g.attrs["params_json"] = params_json
+        for key, value in params.items():
+            if key in ("index", "params_json"):
+                continue
+            if isinstance(value, _ATTR_TYPES) or (
+                    isinstance(value, list) and value
+                    and all(isinstance(v, _ATTR_TYPES) for v in value)
+                    and len({type(v) for v in value}) == 1):
+                g.attrs[key] = value
+            # anything else (tables, mixed lists) is recoverable from params_json only
+
+    def _group(self, index, scheme):
+        pname = point_name(index)
+        if pname not in self._f:
+            raise KeyError(f"point {index} not added; call add_point({index}, params) first")
+        if not scheme or "/" in scheme:
+            raise ValueError(f"scheme name {scheme!r} must be non-empty and contain no '/'")
+        g = self._f[pname]
+        return g[scheme] if scheme in g else g.create_group(scheme)
+
+    def append(self, index: int, scheme: str, rows: dict) -> None:
+        """Append n trials: every value in ``rows`` has leading axis n (one resize per dataset).
+
+        Every dataset already in the group must be given. If an interrupted run left datasets
+        of unequal length, all are cut back to the shortest before appending, so rows stay
+        aligned.
+        """
+        arrays = {k: _as_storable(k, v) for k, v in rows.items()}
+        if not arrays:
+            raise ValueError("rows is empty")
+        lengths = {k: a.shape[0] for k, a in arrays.items()}
+        n = next(iter(lengths.values()))
+        if any(m != n for m in lengths.values()):
+            raise ValueError(f"rows have different numbers of trials: {lengths}")
+        if n == 0:
+            return
+        cache = self._datasets.get((index, scheme))
+        if cache is None:
+            g = self._group(index, scheme)
+            cache = self._datasets[(index, scheme)] = {k: g[k] for k in g}
+        missing = set(cache) - set(arrays)
+        if missing:
+            raise ValueError(f"rows for point {index}, scheme {scheme!r} lack {sorted(missing)}")
+        start = min((d.shape[0] for d in cache.values()), default=0)
+        for k, a in arrays.items():
+            d = cache.get(k)
+            if d is None:
+                d = cache[k] = self._create(index, scheme, k, a, start)
+            elif d.shape[1:] != a.shape[1:]:
+                raise ValueError(f"rows[{k!r}] has per-trial shape {a.shape[1:]}; "
+                                 f"the file has {d.shape[1:]}")
+            d.resize(start + n, axis=0)
+            d[start:start + n] = a
+
+    def _create(self, index, scheme, key, a, length):
+        g = self._group(index, scheme)
+        dtype = _STR if a.dtype == object else a.dtype
+        row_bytes = max(1, int(np.prod(a.shape[1:], dtype=np.int64)) * (16 if a.dtype == object
+                                                                         else a.dtype.itemsize))
+        rows = int(np.clip(_CHUNK_BYTES // row_bytes, 16, 4096))
+        fill = {"f": np.nan, "b": False, "i": 0}.get(a.dtype.kind)
+        kw = {} if fill is None else {"fillvalue": fill}
+        # a dataset first seen after some trials were written is back-filled (NaN/False/0/"")
+        return g.create_dataset(key, shape=(length,) + a.shape[1:], dtype=dtype,
+                                maxshape=(None,) + a.shape[1:], chunks=(rows,) + a.shape[1:], **kw)
+
+    def trials_done(self, index: int, scheme: str) -> int:
+        """Trials recorded for this point and scheme (0 if none): the shortest dataset length."""
+        pname = point_name(index)
+        if pname not in self._f or scheme not in self._f[pname]:
+            return 0
+        g = self._f[pname][scheme]
+        return min((g[k].shape[0] for k in g), default=0)
+
+    # -- lifetime -------------------------------------------------------------------------
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self, complete: bool) -> None:
+        """Set attr ``complete`` and close the file. Closing twice is a no-op."""
+        if not self._f:
+            return
+        try:
+            self._f.attrs["complete"] = bool(complete)
+        finally:
+            self._f.close()
+            self._datasets.clear()
+
+    @property
+    def closed(self) -> bool:
+        return not self._f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        """Leaving the block normally marks the file complete (unless already closed);
+        leaving by an exception (including Ctrl-C) marks it incomplete."""
+        self.close(complete=exc_type is None)
+        return False
+
+
+# -- reading ---------------------------------------------------------------------------------
+@dataclass
+class PointResult:
+    index: int
+    params: dict
+    schemes: dict = field(default_factory=dict)  # scheme -> {dataset name: np.ndarray}
+
+
+@dataclass
+class Results:
+    path: str
+    attrs: dict
+    points: list
+
+    @property
+    def config_toml(self) -> str:
+        return self.attrs.get("config", "")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.attrs.get("complete", False))
+
+
+def _py(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def _read_scheme(g):
+    data = {}
+    for k, d in g.items():
+        data[k] = d.asstr()[()] if h5py.check_string_dtype(d.dtype) else d[()]
+    n = min((a.shape[0] for a in data.values()), default=0)
+    return {k: a[:n] for k, a in data.items()}  # cut a half-written last block
+
+
+def read_results(path) -> Results:
+    """Read a whole results file into memory. Raises JobError if it is missing or not ours."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise JobError(path, "no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise JobError(path, f"not a readable HDF5 file ({e})") from None
+    with f:
+        attrs = {k: _py(v) for k, v in f.attrs.items()}
+        if attrs.get("format") != FORMAT:
+            raise JobError(path, f"not a gcc_mpi results file (format {attrs.get('format')!r}, "
+                                 f"expected {FORMAT!r})")
+        points = []
+        for name, g in f.items():
+            if not (isinstance(g, h5py.Group) and name.startswith("point_")):
+                continue
+            p = PointResult(int(g.attrs["index"]), json.loads(g.attrs.get("params_json", "{}")))
+            for scheme, sg in g.items():
+                p.schemes[scheme] = _read_scheme(sg)
+            points.append(p)
+    points.sort(key=lambda p: p.index)
+    return Results(path, attrs, points)

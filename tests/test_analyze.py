@@ -1,0 +1,108 @@
+"""Summaries of a results file against hand-computed values (gcc_mpi.analyze)."""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gcc_mpi.analyze import format_table, main_analyze, summarize, to_json, write_csv
+from gcc_mpi.errors import JobError
+from gcc_mpi.results import ResultWriter
+
+NAN = float("nan")
+
+
+def rows4():
+    """4 trials, 2 workers; trial 3 failed (its huge values must not count)."""
+    return {
+        "trial": np.arange(4), "failed": np.array([False, False, False, True]),
+        "reason": ["", "", "", "timeout"],
+        "mse": np.array([1.0, 2.0, 3.0, 1e9]), "nmse": np.array([0.01, 0.02, 0.03, 1e9]),
+        "relacc": np.full(4, NAN),
+        "t_encode": np.zeros(4), "t_scatter": np.full(4, 0.001),
+        "t_wait": np.array([0.010, 0.020, 0.030, 9.0]), "t_decode": np.full(4, 0.002),
+        "latency": np.array([0.1, 0.2, 0.4, 9.0]),
+        "lambda_enc": np.full(4, NAN), "lambda_dec": np.full(4, NAN),
+        "delay": np.zeros((4, 2)),
+        # last used arrival per trial: 0.010, 0.020, 0.025 (trial 2: worker 1 not used)
+        "arrival": np.array([[0.005, 0.010], [0.020, 0.001], [0.025, NAN], [NAN, NAN]]),
+        "used": np.array([[True, True], [True, True], [True, False], [False, False]]),
+    }
+
+
+@pytest.fixture
+def h5(tmp_path):
+    path = tmp_path / "out.h5"
+    with ResultWriter(path, config_toml="", command="test", mpi="simulate") as w:
+        w.add_point(0, {"stragglers.count": 2})
+        w.append(0, "gcc", rows4())
+        cls = rows4()
+        cls["relacc"] = np.array([1.0, 0.5, 0.0, 1.0])
+        cls["nmse"] = np.zeros(4)
+        w.append(0, "bacc", cls)
+        w.add_point(1, {"stragglers.count": 5})
+        all_failed = {k: v[3:] for k, v in rows4().items()}
+        w.append(1, "gcc", all_failed)
+    return path
+
+
+def test_summarize_by_hand(h5):
+    rows = summarize(h5)
+    assert [(r["point"], r["scheme"]) for r in rows] == [
+        ({"stragglers.count": 2}, "gcc"), ({"stragglers.count": 2}, "bacc"),
+        ({"stragglers.count": 5}, "gcc")]
+    gcc, bacc, dead = rows
+    assert set(gcc) == {"point", "scheme", "trials", "trials_failed", "mse", "nmse", "mse_db",
+                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50"}
+    assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
+    assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
+    assert gcc["mse_db"] == pytest.approx(10 * math.log10(0.02))
+    # delta method: 1.96 * 10/ln10 * (std 0.01 / sqrt 3) / 0.02
+    assert gcc["mse_db_ci95"] == pytest.approx(1.96 * 10 / math.log(10) * 0.01 / math.sqrt(3) / 0.02)
+    assert gcc["relacc"] is None  # not a classifier
+    assert gcc["latency_p50"] == pytest.approx(0.2)
+    assert gcc["latency_p99"] == pytest.approx(0.2 + 0.98 * 0.2)  # numpy linear interpolation
+    # overhead = 0.001 + t_wait + 0.002 - last used arrival = 0.003, 0.003, 0.008
+    assert gcc["overhead_p50"] == pytest.approx(0.003)
+    assert bacc["relacc"] == pytest.approx(0.5)
+    assert bacc["nmse"] == 0 and bacc["mse_db"] is None and bacc["mse_db_ci95"] is None
+    assert dead["trials"] == 1 and dead["trials_failed"] == 1
+    assert all(dead[k] is None for k in ("mse", "nmse", "mse_db", "latency_p50", "overhead_p50"))
+
+
+def test_json_is_strict(h5):
+    rows = summarize(h5)
+    rows[0]["mse"] = float("inf")
+
+    def refuse(name):
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    parsed = json.loads(to_json(rows), parse_constant=refuse)
+    assert parsed[0]["mse"] is None and parsed[0]["relacc"] is None
+    assert parsed[0]["point"] == {"stragglers.count": 2} and parsed[1]["relacc"] == 0.5
+
+
+def test_table_and_csv(h5, tmp_path):
+    rows = summarize(h5)
+    table = format_table(rows).splitlines()
+    assert table[0].split()[:2] == ["stragglers.count", "scheme"]
+    assert len(table) == 2 + len(rows) and len({len(line) for line in table[:2]}) == 1
+    assert "4 (1)" in table[2] and "-16.99 ±" in table[2] and "200" in table[2]  # p50 200 ms
+    out = tmp_path / "csv" / "s.csv"
+    write_csv(rows, out)
+    with open(out, newline="") as f:
+        lines = list(csv.reader(f))
+    assert lines[0] == ["stragglers.count", "scheme", "trials", "trials_failed", "mse", "nmse",
+                        "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
+                        "overhead_p50"]
+    assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
+
+
+def test_main_analyze(h5, tmp_path, capsys):
+    assert main_analyze(h5, json=True) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    assert main_analyze(h5) == 0 and "scheme" in capsys.readouterr().out
+    with pytest.raises(JobError, match="no such file"):
+        main_analyze(tmp_path / "nope.h5")

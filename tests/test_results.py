@@ -1,0 +1,134 @@
+"""Round trip of the HDF5 writer and reader (gcc_mpi.results)."""
+
+
+import h5py
+import numpy as np
+import pytest
+
+from gcc_mpi import __version__
+from gcc_mpi.errors import JobError
+from gcc_mpi.results import FORMAT, ResultWriter, read_results
+
+CONFIG = '[job]\nname = "t"\ntrials = 4\n'
+FLOATS = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode", "latency",
+          "lambda_enc", "lambda_dec")
+
+
+def make_rows(start, n, workers=3, k=2):
+    rng = np.random.default_rng(start)
+    rows = {"trial": np.arange(start, start + n), "failed": np.zeros(n, bool),
+            "reason": [""] * n, "delay": rng.random((n, workers)),
+            "arrival": rng.random((n, workers)), "used": np.ones((n, workers), bool),
+            "alpha": rng.random((n, k))}
+    rows.update({name: rng.random(n) for name in FLOATS})
+    return rows
+
+
+def writer(path, **kw):
+    return ResultWriter(path, config_toml=CONFIG, command="gcc_mpi simulate t.toml", mpi="simulate", **kw)
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "sub" / "out.h5"  # parent folder is created
+    with writer(path) as w:
+        w.add_point(0, {"stragglers.count": 5, "stragglers.model": "fixed"})
+        w.add_point(1, {"stragglers.count": 10, "stragglers.model": "fixed"})
+        w.add_point(0, {"stragglers.count": 5, "stragglers.model": "fixed"})  # idempotent
+        a = make_rows(0, 3)
+        a["failed"][1], a["reason"][1] = True, "worker 2: ZeroDivisionError"
+        w.append(0, "gcc", a)
+        w.append(0, "gcc", make_rows(3, 2))
+        w.append(0, "gcc-manifold", make_rows(0, 1))
+        w.append(1, "bacc", make_rows(0, 4))
+        assert w.trials_done(0, "gcc") == 5
+        assert w.trials_done(0, "gcc-manifold") == 1
+        assert w.trials_done(1, "gcc") == 0 and w.trials_done(7, "gcc") == 0
+        with pytest.raises(ValueError, match="lack"):
+            w.append(0, "gcc", {"trial": np.arange(1)})
+        with pytest.raises(KeyError, match="add_point"):
+            w.append(9, "gcc", make_rows(0, 1))
+
+    r = read_results(path)
+    assert r.attrs["format"] == FORMAT and r.attrs["complete"] is True and r.complete
+    assert r.config_toml == CONFIG and r.attrs["version"] == __version__
+    assert r.attrs["mpi"] == "simulate" and r.attrs["command"].startswith("gcc_mpi")
+    assert r.attrs["created"].endswith("+00:00")
+    assert [p.index for p in r.points] == [0, 1]
+    assert r.points[0].params == {"stragglers.count": 5, "stragglers.model": "fixed"}
+    assert list(r.points[0].schemes) == ["gcc", "gcc-manifold"]  # creation order kept
+    gcc = r.points[0].schemes["gcc"]
+    assert gcc["trial"].tolist() == [0, 1, 2, 3, 4] and gcc["trial"].dtype == np.int64
+    assert gcc["failed"].tolist() == [False, True, False, False, False]
+    assert gcc["reason"].tolist() == ["", "worker 2: ZeroDivisionError", "", "", ""]
+    assert gcc["delay"].shape == (5, 3) and gcc["used"].dtype == bool
+    np.testing.assert_array_equal(gcc["nmse"][:3], a["nmse"])
+    np.testing.assert_array_equal(gcc["alpha"][:3], a["alpha"])
+    assert len(r.points[0].schemes["gcc-manifold"]["mse"]) == 1
+
+    with h5py.File(path, "r") as f:  # plain h5py: attrs per swept key, chunked resizable data
+        g = f["point_001"]
+        assert g.attrs["index"] == 1 and g.attrs["stragglers.count"] == 10
+        assert g.attrs["stragglers.model"] == "fixed"
+        d = f["point_000/gcc/delay"]
+        assert d.maxshape == (None, 3) and d.chunks is not None and d.dtype == np.float64
+
+
+def test_existing_file_refused_overwrite_and_resume(tmp_path):
+    path = tmp_path / "out.h5"
+    w = writer(path)
+    w.add_point(0, {})
+    w.append(0, "gcc", make_rows(0, 2))
+    w.close(complete=False)
+    with pytest.raises(JobError, match="exists; use --overwrite or --resume"):
+        writer(path)
+    with pytest.raises(JobError, match="different job"):
+        ResultWriter(path, config_toml=CONFIG + "x = 1\n", command="", mpi="", resume=True)
+
+    with writer(path, resume=True) as w:
+        w.add_point(0, {})
+        assert w.trials_done(0, "gcc") == 2
+        w.append(0, "gcc", make_rows(2, 3))
+    r = read_results(path)
+    assert r.points[0].schemes["gcc"]["trial"].tolist() == [0, 1, 2, 3, 4] and r.complete
+
+    with writer(path, overwrite=True) as w:
+        pass
+    assert read_results(path).points == []
+
+
+def test_interrupted_write_is_realigned(tmp_path):
+    path = tmp_path / "out.h5"
+    with writer(path) as w:
+        w.add_point(0, {})
+        w.append(0, "gcc", make_rows(0, 3))
+    with h5py.File(path, "a") as f:  # as if killed between two resizes of one append
+        f["point_000/gcc/mse"].resize(4, axis=0)
+    assert len(read_results(path).points[0].schemes["gcc"]["nmse"]) == 3
+    with writer(path, resume=True) as w:
+        assert w.trials_done(0, "gcc") == 3
+        w.append(0, "gcc", make_rows(3, 1))
+    d = read_results(path).points[0].schemes["gcc"]
+    assert {len(a) for a in d.values()} == {4} and d["trial"].tolist() == [0, 1, 2, 3]
+
+
+def test_exception_marks_incomplete(tmp_path):
+    path = tmp_path / "out.h5"
+    with pytest.raises(RuntimeError):
+        with writer(path) as w:
+            w.add_point(0, {})
+            raise RuntimeError("boom")
+    assert read_results(path).complete is False
+
+
+def test_not_a_results_file(tmp_path):
+    with pytest.raises(JobError, match="no such file"):
+        read_results(tmp_path / "missing.h5")
+    (tmp_path / "text.h5").write_text("hello")
+    with pytest.raises(JobError, match="not a readable HDF5"):
+        read_results(tmp_path / "text.h5")
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f.attrs["format"] = "something/2"
+    with pytest.raises(JobError, match="not a gcc_mpi results file"):
+        read_results(tmp_path / "other.h5")
+    with pytest.raises(JobError, match="not a gcc_mpi/1"):
+        writer(tmp_path / "other.h5", resume=True)
