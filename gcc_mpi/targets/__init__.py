@@ -1,0 +1,84 @@
+"""Target functions f that the workers compute: polynomial, linear, mlp, python.
+
+``make_target(kind, ...)`` validates its arguments and returns a ready callable object (see
+:class:`gcc_mpi.targets.base.Target`); ``probe(target, x)`` checks it on one row before a job
+starts and fills in ``output_dim`` for python targets.  No MPI here.
+"""
+
+import numpy as np
+
+from ..errors import JobError
+from .base import Target
+from .mlp import MLPTarget
+from .polynomial import LinearTarget, PolynomialTarget
+from .pyfunc import PythonTarget
+
+KINDS = ("linear", "mlp", "polynomial", "python")
+
+__all__ = ["KINDS", "Target", "make_target", "probe",
+           "LinearTarget", "MLPTarget", "PolynomialTarget", "PythonTarget"]
+
+
+def make_target(kind, *, input_dim, degree=3, outputs=4, model=None, function=None, seed=0,
+                base_dir="."):
+    """Build the target ``kind`` for inputs of dimension ``input_dim`` (the dataset's dim).
+
+    ``degree`` and ``outputs`` (m) apply to polynomial (and ``outputs`` to linear); ``model`` is
+    an .npz path for mlp (None = the shipped digits MLP); ``function`` is the python spec;
+    ``seed`` fixes random coefficients for the whole job; relative paths resolve against
+    ``base_dir`` (the job file's folder).
+    """
+    if kind == "polynomial":
+        target = PolynomialTarget(input_dim, degree=degree, outputs=outputs, seed=seed)
+    elif kind == "linear":
+        target = LinearTarget(input_dim, outputs=outputs, seed=seed)
+    elif kind == "mlp":
+        target = MLPTarget.load(model, base_dir=base_dir)
+    elif kind == "python":
+        if function is None:
+            raise JobError("target.function", 'required when target.kind = "python" '
+                                              "(e.g. 'package.module:function' or 'file.py:f')")
+        target = PythonTarget(function, base_dir=base_dir)
+    else:
+        raise JobError("target.kind", f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if target.input_dim is not None and input_dim is not None and target.input_dim != input_dim:
+        raise JobError("target.kind", f"{kind} target expects inputs of dimension "
+                                      f"{target.input_dim} but data has {input_dim}")
+    return target
+
+
+def probe(target, x):
+    """Call ``target`` on one input row and check it returns a finite (1, m) array.
+
+    Returns that (1, m) output.  Sets ``output_dim`` when the target did not know it (python
+    targets); errors, including exceptions raised by a user function, become JobError naming
+    the target's key.
+    """
+    X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+    fn = getattr(target, "fn", target)   # the raw user function, so its shape is reported as is
+    label = getattr(target, "spec", target.name)
+    try:
+        Y = fn(X)
+    except JobError:
+        raise
+    except Exception as e:
+        raise JobError(target.key, f"{label} raised {type(e).__name__} on one input row of "
+                                   f"shape {X.shape}: {e}") from None
+    try:
+        Y = np.asarray(Y)   # lists are accepted, as the target's own call accepts them
+    except ValueError as e:
+        raise JobError(target.key, f"{label} returned a {type(Y).__name__} that is not an "
+                                   f"array: {e}") from None
+    m = "m" if target.output_dim is None else target.output_dim
+    if Y.ndim != 2 or Y.shape[0] != 1 or Y.shape[1] < 1 or (
+            target.output_dim is not None and Y.shape[1] != target.output_dim):
+        raise JobError(target.key, f"{label} returned shape {Y.shape} for an input of shape "
+                                   f"{X.shape}; expected (1, {m}): a 2-D array with one row per "
+                                   "input row")
+    if Y.dtype.kind not in "biuf":
+        raise JobError(target.key, f"{label} returned dtype {Y.dtype}; expected real numbers")
+    if not np.all(np.isfinite(Y)):
+        raise JobError(target.key, f"{label} returned NaN or inf for input row {X[0][:4]}...")
+    if target.output_dim is None:
+        target.output_dim = Y.shape[1]
+    return Y.astype(np.float64)
