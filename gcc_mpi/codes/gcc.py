@@ -10,7 +10,7 @@ from .smoothing import SmoothingCode
 class GCC(SmoothingCode):
     null_dim = 0
 
-    def __init__(self, N, K, kernel="sobolev2", lengthscale=1.0, lambda_enc="auto",
+    def __init__(self, N, K, kernel="matern52", lengthscale=1.0, lambda_enc="auto",
                  lambda_dec="auto", alpha=None):
         self.kernel_name = kernel
         super().__init__(N, K, partial(KERNELS[kernel], lengthscale=lengthscale),

@@ -83,7 +83,7 @@ class KernelSmoother:
         if len(self.s) == 0:
             return lams[0]
         inv = 1.0 / (self.s[None, :] + lams[:, None])  # (g, r)
-        C = np.einsum("ir,gr,rm->gim", self.W, inv, self.W.T @ Y)  # coefficients c per lambda
+        C = self.W @ (inv[:, :, None] * (self.W.T @ Y)[None])  # coefficients c per lambda (g, n, m)
         h = inv @ (self.W**2).T  # (g, n): (1 - H_ii) / lam
         score = np.sum((C / h[:, :, None]) ** 2, axis=(1, 2))
         return lams[int(np.argmin(score))]

@@ -1,0 +1,112 @@
+"""Command line: ``python -m gcc_mpi [run|simulate|analyze|validate] ...``.
+
+This module only parses and dispatches (see README for the commands). Bad input of any kind ends
+with one line on stderr and exit code 2; nothing here imports MPI unless a command needs it.
+"""
+
+import argparse
+import os
+import shlex
+import sys
+
+# BLAS threads only fight each other (and the MPI ranks) over this application's small matrices:
+# a 30x30 eigendecomposition takes ~0.1 ms on one thread and ~5 ms with two busy cores contended.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+from datetime import datetime
+from pathlib import Path
+
+from .errors import JobError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit code 2, like every other bad input
+        raise JobError(None, f"{self.prog}: {message}")
+
+
+def _job_args(p):
+    p.add_argument("job", nargs="?", help="job file (TOML); default: the embedded default job")
+    p.add_argument("-o", "--output", help="HDF5 output (default: results/<job>-<timestamp>.h5)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one dotted key, e.g. --set stragglers.count=8 (repeatable)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+
+
+def build_parser():
+    parser = _Parser(prog="python -m gcc_mpi", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sim = sub.add_parser("simulate", help="run a job in one process (no MPI)")
+    _job_args(sim)
+    sim.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
+    an = sub.add_parser("analyze", help="summarise a results file")
+    an.add_argument("path")
+    an.add_argument("--json", action="store_true", help="print the JSON rows of the contract")
+    an.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    val = sub.add_parser("validate", help="print the resolved job or a clear error")
+    val.add_argument("job", nargs="?")
+    val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    return parser
+
+
+def load(args):
+    from .config import load_default_job, load_job, parse_override
+
+    overrides = [parse_override(s) for s in args.overrides]
+    return load_job(args.job, overrides) if args.job else load_default_job(overrides)
+
+
+def default_output(job):
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{job.config.job.name}-{stamp}.h5"
+
+
+def cmd_simulate(args):
+    from .analyze import format_table, summarize
+    from .progress import Progress
+    from .results import ResultWriter, read_results
+    from .simulate import simulate_job
+
+    job = load(args)
+    out = Path(args.output) if args.output else default_output(job)
+    total = len(job.points) * job.config.job.trials
+    command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
+    with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
+                      overwrite=args.overwrite) as writer:
+        simulate_job(job, writer, progress=Progress(total, quiet=args.quiet))
+    if not args.quiet:
+        print(format_table(summarize(read_results(out))))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_analyze(args):
+    from .analyze import main_analyze
+
+    return main_analyze(args.path, json=args.json, csv=args.csv)
+
+
+def cmd_validate(args):
+    job = load(args)
+    print(job.to_toml(), end="")
+    print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
+          file=sys.stderr)
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            print("gcc_mpi: no command given, and MPI runs are not available yet; running the "
+                  "default job in the simulator (python -m gcc_mpi simulate)", file=sys.stderr)
+            args = build_parser().parse_args(["simulate"])
+        return {"simulate": cmd_simulate, "analyze": cmd_analyze,
+                "validate": cmd_validate}[args.command](args)
+    except JobError as e:
+        print(f"gcc_mpi: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""One trial's logic, shared by the simulator and the MPI master.
+
+A trial draws K inputs and one delay per worker from its own seed, and then for each scheme:
+encodes, lets the workers compute, stops waiting by the decode policy (StopRule), decodes and
+scores. The simulator derives the arrival order from the delays; the MPI master observes it.
+Both call StopRule.done on the same received sets and `score` on the same decoder output, which
+is what makes `run` and `simulate` of one job agree.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codes import DecodeError, make_code
+from .config import resolved_lcc_degree, resolved_stragglers
+from .datasets import load_dataset
+from .stragglers import draw_delays
+from .targets import make_target, probe
+
+FIELDS_FLOAT = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode",
+                "latency", "lambda_enc", "lambda_dec")
+
+
+def trial_rngs(seed, point_index, trial_index):
+    """Generators for a trial's inputs and delays: SeedSequence(seed).spawn(...)[point].spawn(...)
+    [trial], built directly from its spawn key so any trial can be rerun on its own."""
+    ss = np.random.SeedSequence(seed, spawn_key=(point_index, trial_index))
+    return [np.random.default_rng(s) for s in ss.spawn(2)]
+
+
+class StopRule:
+    """When a scheme stops waiting. Approximate schemes wait by the policy: the fastest
+    N - S results, everything by a deadline, or all. Exact schemes (uncoded, replication, lcc)
+    gain nothing from more results and stop as soon as they can decode, but never later than
+    the deadline; with wait = "all" every scheme waits for all of its workers."""
+
+    def __init__(self, code, wait, stragglers, deadline=None):
+        self.code, self.wait, self.deadline = code, wait, deadline
+        self.n_active = len(code.active)
+        self.need = max(self.n_active - stragglers, 1) if wait == "fastest" else self.n_active
+
+    def done(self, mask, count):
+        """Whether to stop now, with the results in ``mask`` (``count`` of them) received."""
+        if self.wait == "all":
+            return count == self.n_active
+        if self.code.exact:
+            return self.code.decodable(mask)
+        return count >= self.need
+
+    def simulate(self, arrival):
+        """(received workers in arrival order, stop time) for arrival times of the active workers."""
+        order = np.argsort(arrival, kind="stable")
+        times = arrival[order]
+        horizon = len(order) if self.deadline is None else int(np.searchsorted(times, self.deadline, "right"))
+        mask = np.zeros(self.code.N, bool)
+        workers = self.code.active[order]
+        # done() is monotone in the received set, so the first prefix that is done is found by
+        # bisection: log2(N) checks instead of N for the exact schemes' decodability test.
+        lo, hi = 1, horizon + 1  # hi = "not done within the horizon"
+        while lo < hi:
+            mid = (lo + hi) // 2
+            mask[:] = False
+            mask[workers[:mid]] = True
+            if self.done(mask, mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo <= horizon:
+            return workers[:lo], times[lo - 1]
+        return workers[:horizon], self.deadline if self.deadline is not None else times[-1]
+
+
+def score(Y_hat, Y_true, classifier):
+    """(mse, nmse, relacc) of a decoded batch; relacc is NaN when f is not a classifier."""
+    err = np.sum((Y_hat - Y_true) ** 2)
+    mse = err / Y_true.size
+    nmse = err / np.sum(Y_true**2)
+    relacc = np.mean(Y_hat.argmax(1) == Y_true.argmax(1)) if classifier else np.nan
+    return mse, nmse, relacc
+
+
+def decode_and_score(code, received, Y_received, Y_true, classifier):
+    """Decode and score one scheme's trial: a dict of the per-trial record fields it sets."""
+    t0 = time.perf_counter()
+    try:
+        Y_hat, info = code.decode(received, Y_received)
+    except DecodeError as e:
+        return {"failed": True, "reason": str(e), "t_decode": time.perf_counter() - t0}
+    t_decode = time.perf_counter() - t0
+    if not np.all(np.isfinite(Y_hat)):
+        return {"failed": True, "reason": "decoder output is not finite", "t_decode": t_decode}
+    mse, nmse, relacc = score(Y_hat, Y_true, classifier)
+    return {"failed": False, "reason": "", "t_decode": t_decode, "mse": mse, "nmse": nmse,
+            "relacc": relacc, **info}
+
+
+def empty_record(N):
+    rec = {k: np.nan for k in FIELDS_FLOAT}
+    rec.update(failed=False, reason="", delay=np.full(N, np.nan), arrival=np.full(N, np.nan),
+               used=np.zeros(N, bool))
+    return rec
+
+
+def scheme_options(config, name):
+    """Keyword arguments of make_code for a scheme, from its [code.<name>] table."""
+    opts = dict(config.code.options(name))
+    if name == "lcc":
+        opts = {"degree": resolved_lcc_degree(config)}
+    return opts
+
+
+@dataclass
+class PointSetup:
+    """Everything a sweep point needs, built once: data, f, one code and stop rule per scheme."""
+
+    config: object
+    dataset: object
+    target: object
+    codes: dict
+    rules: dict
+
+    @classmethod
+    def build(cls, config, base_dir="."):
+        d, t = config.data, config.target
+        dataset = load_dataset(d.source, dim=d.dim, path=d.path, key=d.key, noise=d.noise,
+                               labels_key=d.labels_key, seed=config.job.seed, base_dir=base_dir)
+        target = make_target(t.kind, input_dim=dataset.dim, degree=t.degree, outputs=t.outputs,
+                             model=t.model, function=t.function, seed=config.job.seed,
+                             base_dir=base_dir)
+        # a broken user function must fail here, as bad input, not halfway through the run
+        probe(target, dataset.sample(np.random.default_rng(0), 1))
+        N, K = config.code.workers, d.batch
+        S = resolved_stragglers(config)
+        codes, rules = {}, {}
+        for name in config.code.schemes:
+            codes[name] = make_code(name, N, K, **scheme_options(config, name))
+            rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
+        return cls(config, dataset, target, codes, rules)
+
+    def inputs(self, point_index, trial_index):
+        """A trial's inputs X (K x d), exact results f(X) and delays (N,)."""
+        data_rng, delay_rng = trial_rngs(self.config.job.seed, point_index, trial_index)
+        X = self.dataset.sample(data_rng, self.config.data.batch)
+        delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers)
+        return X, self.target(X), delays
