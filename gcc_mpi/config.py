@@ -139,7 +139,7 @@ def setting(check, default=None):
 
 
 _SCHEMES = Check("a non-empty list of distinct scheme names from " + ", ".join(SCHEMES), _scheme_list)
-_LAMBDA = _or_words(_num(0.0), "auto", "gcv")
+_LAMBDA = _or_words(_num(0.0), "auto", "gcv", "loo")
 
 
 # --- the schema ----------------------------------------------------------------------------------
@@ -236,7 +236,6 @@ class DecodeSection:
     wait: str = setting(_choice("fastest", "deadline", "all"), "fastest")
     stragglers: int | str = setting(_or_words(_int(0), "auto"), "auto")   # S
     deadline: float | None = setting(_optional(_num(0.0, above=True)))    # seconds
-    pipeline: int = setting(_int(1), 1)
 
 
 @dataclass(frozen=True)

@@ -64,12 +64,18 @@ def run_point(setup, point, writer, progress, trials):
             last_flush = time.monotonic()
 
 
-def simulate_job(job, writer, points=None, progress=None):
-    """Simulate every trial of the job's points (or of ``points``) into ``writer``."""
+def prepare(job, points=None):
+    """(point, PointSetup) for each point: every data file, model and code is built, and so
+    checked, before any output is written."""
     points = job.points if points is None else points
-    progress = progress or Progress(len(points) * job.config.job.trials, quiet=True)
-    for point in points:
-        setup = PointSetup.build(point.config, job.base_dir)
+    return [(point, PointSetup.build(point.config, job.base_dir)) for point in points]
+
+
+def simulate_job(job, writer, prepared=None, progress=None):
+    """Simulate every trial of the prepared points (default: all of the job's) into ``writer``."""
+    prepared = prepare(job) if prepared is None else prepared
+    progress = progress or Progress(len(prepared) * job.config.job.trials, quiet=True)
+    for point, setup in prepared:
         writer.add_point(point.index, point.params)
         first = min(writer.trials_done(point.index, name) for name in setup.codes)
         remaining = list(range(first, point.config.job.trials))

@@ -15,6 +15,7 @@ import numpy as np
 from .codes import DecodeError, make_code
 from .config import resolved_lcc_degree, resolved_stragglers
 from .datasets import load_dataset
+from .errors import JobError
 from .stragglers import draw_delays
 from .targets import make_target, probe
 
@@ -131,6 +132,9 @@ class PointSetup:
         # a broken user function must fail here, as bad input, not halfway through the run
         probe(target, dataset.sample(np.random.default_rng(0), 1))
         N, K = config.code.workers, d.batch
+        if dataset.n_rows is not None and K > dataset.n_rows:
+            raise JobError("data.batch", f"{K} inputs per batch but the {d.source} data have "
+                                         f"only {dataset.n_rows} rows")
         S = resolved_stragglers(config)
         codes, rules = {}, {}
         for name in config.code.schemes:

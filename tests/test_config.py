@@ -53,7 +53,7 @@ def test_defaults_resolve():
     assert (c.target.kind, c.target.degree, c.target.outputs, c.target.model) == ("mlp", 3, 4, None)
     assert c.code.workers == 40 and c.code.schemes == ("bacc", "letcc", "gcc")
     assert c.stragglers.model == "fixed" and c.stragglers.delay == 0.1
-    assert c.decode == C.DecodeSection("fastest", "auto", None, 1)
+    assert c.decode == C.DecodeSection("fastest", "auto", None)
     assert resolved_stragglers(c) == 0 and j.explicit_keys == frozenset()
 
 
@@ -104,7 +104,7 @@ def test_ints_accepted_as_floats_not_the_reverse():
     ("code.schemes", ["gcc", "gcc"], '"gcc" is listed twice'),
     ("code.schemes", ["bac"], 'unknown scheme "bac"; did you mean "bacc"?'),
     ("code.lcc.degree", 0, 'must be "auto" or an integer >= 1, got 0'),
-    ("code.letcc.lambda_enc", -1, 'must be "auto", "gcv" or a number >= 0, got -1'),
+    ("code.letcc.lambda_enc", -1, 'must be "auto", "gcv", "loo" or a number >= 0, got -1'),
     ("code.gcc.lambda_dec", "gvc", 'did you mean "gcv"?'),
     ("code.gcc.lengthscale", 0, "must be a number > 0, got 0"),
     ("code.gcc.kernel", "rbf", 'one of "sobolev2", "matern32", "matern52", "gaussian"'),
@@ -120,7 +120,6 @@ def test_ints_accepted_as_floats_not_the_reverse():
     ("decode.stragglers", "none", 'must be "auto" or an integer >= 0, got "none"'),
     ("decode.wait", "first", "fastest"),
     ("decode.deadline", 0, "must be a number > 0"),
-    ("decode.pipeline", 0, "must be an integer >= 1"),
 ])
 def test_bad_values(key, value, expected):
     e = error({key: value})
@@ -227,7 +226,7 @@ def test_sweep_errors():
     assert "is a table" in str(error({"sweep": {"code.gcc": [1]}}))
     assert str(error("sweep = 3")).startswith("sweep: must be a table")
     assert "both set in [stragglers] and swept" in str(error({"stragglers.count": 1, "sweep": {"stragglers.count": [1]}}))
-    assert "at most" in str(error({"sweep": {k: list(range(1, 20)) for k in ("job.trials", "data.dim", "code.workers", "decode.pipeline")}}))
+    assert "at most" in str(error({"sweep": {k: list(range(1, 20)) for k in ("job.trials", "data.dim", "code.workers", "stragglers.delay")}}))
 
 
 # --- overrides -----------------------------------------------------------------------------------

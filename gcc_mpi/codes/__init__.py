@@ -1,5 +1,6 @@
 """The coding schemes (no MPI here). ``make_code(name, N, K, **options)`` builds one."""
 
+from ..errors import JobError
 from .base import DecodeError, LinearCode
 from .berrut import BACC
 from .gcc import GCC
@@ -19,6 +20,9 @@ SCHEMES = {
 
 def make_code(name, N, K, **options):
     """The code ``name`` for N workers and K inputs; ``options`` are its [code.<name>] keys."""
+    if name not in SCHEMES:
+        raise JobError("code.schemes", f"scheme {name!r} is not available in this version; "
+                                       f"choose from {', '.join(SCHEMES)}")
     return SCHEMES[name](N, K, **options)
 
 

@@ -1,0 +1,163 @@
+"""The simulator end to end: HDF5 contents, pairing, reproducibility, stop rules, bad input."""
+
+import numpy as np
+import pytest
+
+from gcc_mpi.__main__ import main
+from gcc_mpi.codes import make_code
+from gcc_mpi.config import parse_job
+from gcc_mpi.results import read_results
+from gcc_mpi.trial import PointSetup, StopRule
+
+SMALL = """
+[job]
+name = "small"
+seed = 3
+trials = 6
+[data]
+source = "sphere"
+dim = 5
+batch = 4
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 3
+[code]
+workers = 12
+schemes = ["uncoded", "replication", "lcc", "bacc", "letcc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 2
+delay = 0.3
+"""
+SWEEP = '[sweep]\n"stragglers.count" = [0, 2]\n'
+
+
+
+@pytest.fixture
+def small_run(tmp_path):
+    job = tmp_path / "small.toml"
+    job.write_text(SMALL.replace("count = 2\n", "") + SWEEP)
+    out = tmp_path / "out.h5"
+    assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
+    return read_results(out)
+
+
+def test_simulate_writes_the_output_contract(small_run):
+    r = small_run
+    assert r.attrs["format"] == "gcc_mpi/1" and r.complete and r.attrs["mpi"] == "simulate"
+    assert parse_job(r.config_toml).config.code.workers == 12
+    assert [p.params for p in r.points] == [{"stragglers.count": 0}, {"stragglers.count": 2}]
+    for point in r.points:
+        assert list(point.schemes) == ["uncoded", "replication", "lcc", "bacc", "letcc", "gcc"]
+        for name, d in point.schemes.items():
+            assert d["nmse"].shape == (6,) and d["used"].shape == (6, 12)
+            assert np.array_equal(d["trial"], np.arange(6))
+            assert np.all(np.isnan(d["arrival"]) == ~d["used"])
+            assert not d["failed"].any()
+            # paired trials: every scheme saw the same delays
+            assert np.array_equal(d["delay"], point.schemes["bacc"]["delay"])
+
+
+def test_exact_schemes_are_exact_and_wait_as_they_must(small_run):
+    d = small_run.points[1].schemes  # two stragglers delayed by 0.3 s
+    for name in ["uncoded", "replication", "lcc"]:
+        assert np.all(d[name]["nmse"] < 1e-20), name
+    assert np.all(d["uncoded"]["used"][:, :4]) and not d["uncoded"]["used"][:, 4:].any()
+    slow_among_first_k = (d["uncoded"]["delay"][:, :4] > 0).any(axis=1)
+    assert np.all((d["uncoded"]["t_wait"] == 0.3) == slow_among_first_k)
+    assert np.all(d["lcc"]["used"].sum(axis=1) == 7)  # (K-1)*deg+1 with K=4, deg=2
+    for name in ["bacc", "letcc", "gcc"]:  # the fastest N - S: never a straggler
+        assert np.all(d[name]["used"].sum(axis=1) == 10)
+        assert not np.any(d[name]["used"] & (d[name]["delay"] > 0))
+
+
+def test_runs_are_reproducible_and_trials_stand_alone(small_run, tmp_path):
+    job = parse_job(SMALL.replace("count = 2\n", "") + SWEEP)
+    point = job.points[1]
+    setup = PointSetup.build(point.config)
+    X5, Y5, d5 = setup.inputs(point.index, 5)
+    setup.inputs(point.index, 0)
+    assert np.array_equal(setup.inputs(point.index, 5)[0], X5)
+    assert np.array_equal(small_run.points[1].schemes["gcc"]["delay"][5], d5)
+    (tmp_path / "again.toml").write_text(SMALL.replace("count = 2\n", "") + SWEEP)
+    main(["simulate", str(tmp_path / "again.toml"), "-o", str(tmp_path / "again.h5"), "-q"])
+    again = read_results(tmp_path / "again.h5")
+    for a, b in zip(small_run.points, again.points):
+        for name in a.schemes:
+            # equal up to rounding: BLAS may sum in another order (exact schemes sit at 1e-24)
+            assert np.allclose(a.schemes[name]["nmse"], b.schemes[name]["nmse"], rtol=1e-9, atol=1e-20)
+            assert np.array_equal(a.schemes[name]["used"], b.schemes[name]["used"])
+
+
+def first_used(rule, arrival):
+    received, t = rule.simulate(np.asarray(arrival, float))
+    return sorted(received.tolist()), t
+
+
+def test_stop_rules():
+    arrival = [0.5, 0.1, 0.4, 0.2, 0.3, 0.9]
+    bacc = make_code("bacc", 6, 3)
+    assert first_used(StopRule(bacc, "fastest", 2), arrival) == ([1, 2, 3, 4], 0.4)
+    assert first_used(StopRule(bacc, "all", 2), arrival) == ([0, 1, 2, 3, 4, 5], 0.9)
+    assert first_used(StopRule(bacc, "deadline", 0, deadline=0.35), arrival) == ([1, 3, 4], 0.35)
+    rep = make_code("replication", 6, 3)  # owners 0 1 2 0 1 2: covered once 1, 3, 4 and 2 or 5
+    assert first_used(StopRule(rep, "fastest", 5), arrival) == ([1, 2, 3, 4], 0.4)
+    unc = make_code("uncoded", 6, 3)
+    assert first_used(StopRule(unc, "fastest", 5), arrival[:3]) == ([0, 1, 2], 0.5)
+    received, t = StopRule(unc, "deadline", 0, deadline=0.3).simulate(np.array(arrival[:3]))
+    assert sorted(received.tolist()) == [1] and t == 0.3  # not decodable: the trial fails
+
+
+def test_a_scheme_that_cannot_decode_records_a_failed_trial(tmp_path):
+    job = tmp_path / "deadline.toml"
+    job.write_text(SMALL + '[decode]\nwait = "deadline"\ndeadline = 0.1\n')
+    out = tmp_path / "out.h5"
+    assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
+    d = read_results(out).points[0].schemes
+    assert not d["lcc"]["failed"].any()  # 10 of 12 results by the deadline, 7 needed
+    fails = d["uncoded"]["failed"]
+    assert np.all(fails == (d["uncoded"]["delay"][:, :4] > 0).any(axis=1)) and fails.any()
+    assert all(r.startswith("uncoded needs all 4 results") for r in d["uncoded"]["reason"][fails])
+    assert not d["gcc"]["failed"].any()
+
+
+BAD = [
+    ("[job]\ntrails = 5\n", "job.trails: unknown key; did you mean 'job.trials'?"),
+    ("[code]\nworkers = \"many\"\n", "code.workers"),
+    ("[data]\nbatch = 2000\n[code]\nworkers = 2000\n", "data.batch: 2000 inputs per batch but the digits data have only 1797 rows"),
+    ("[data]\nbatch = 10\n[code]\nworkers = 8\n", "code.workers"),
+    ("[stragglers]\ncount = -1\n", "stragglers.count"),
+    ("[data]\nsource = \"file\"\npath = \"missing.npy\"\n", "data.path"),
+    ("[code]\nschemes = [\"gcc\", \"magic\"]\n", "code.schemes"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD)
+def test_bad_job_files_give_one_line_and_exit_code_2(tmp_path, capsys, text, message):
+    job = tmp_path / "bad.toml"
+    job.write_text(text)
+    out = tmp_path / "out.h5"
+    assert main(["simulate", str(job), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and err.startswith("gcc_mpi: error:")
+    assert not out.exists()
+
+
+def test_an_existing_output_is_never_overwritten_by_accident(tmp_path, capsys):
+    job = tmp_path / "small.toml"
+    job.write_text(SMALL)
+    out = tmp_path / "out.h5"
+    out.write_bytes(b"precious")
+    assert main(["simulate", str(job), "-o", str(out), "-q"]) == 2
+    assert "--overwrite" in capsys.readouterr().err and out.read_bytes() == b"precious"
+    assert main(["validate", str(tmp_path / "nope.toml")]) == 2
+
+
+def test_analyze_json_rows(small_run, capsys):
+    import json
+    assert main(["analyze", small_run.path, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 12 and rows[0]["scheme"] == "uncoded" and rows[0]["mse_db"] is None
+    gcc = [r for r in rows if r["scheme"] == "gcc" and r["point"] == {"stragglers.count": 2}][0]
+    assert gcc["trials"] == 6 and gcc["mse_db"] < -10 and gcc["relacc"] is None
