@@ -64,15 +64,16 @@ def cmd_simulate(args):
     from .analyze import format_table, summarize
     from .progress import Progress
     from .results import ResultWriter, read_results
-    from .simulate import simulate_job
+    from .simulate import prepare, simulate_job
 
     job = load(args)
+    prepared = prepare(job)
     out = Path(args.output) if args.output else default_output(job)
     total = len(job.points) * job.config.job.trials
     command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
     with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
                       overwrite=args.overwrite) as writer:
-        simulate_job(job, writer, progress=Progress(total, quiet=args.quiet))
+        simulate_job(job, writer, prepared, Progress(total, quiet=args.quiet))
     if not args.quiet:
         print(format_table(summarize(read_results(out))))
     print(f"wrote {out}", file=sys.stderr)
