@@ -193,8 +193,8 @@ class GccOptions:
 @dataclass(frozen=True)
 class ManifoldOptions(GccOptions):
     neighbors: int = setting(_int(1), 8)
-    ordering: str = setting(_choice("fiedler", "geodesic", "none"), "fiedler")
-    placement: str = setting(_choice("chebyshev", "arclength"), "chebyshev")
+    ordering: str = setting(_choice("fiedler", "geodesic", "none"), "geodesic")
+    placement: str = setting(_choice("chebyshev", "arclength"), "arclength")
     laplacian: float = setting(_num(0.0), 0.0)
     pool: int = setting(_int(0), 0)
 

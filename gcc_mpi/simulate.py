@@ -28,7 +28,8 @@ def simulate_scheme(setup, name, X, Y_true, delays):
     received, t_stop = rule.simulate(delays[code.active])
     # only the results the master uses are computed: the rest would be thrown away
     Y_received = setup.target(X_coded[received]) if len(received) else np.empty((0, 0))
-    rec.update(decode_and_score(code, received, Y_received, Y_true, setup.target.classifier))
+    rec.update(decode_and_score(code, received, Y_received, Y_true, setup.target.classifier,
+                                info.get("alpha")))
     rec["arrival"][received] = delays[received]
     rec["used"][received] = True
     rec["t_scatter"] = 0.0

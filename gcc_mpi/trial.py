@@ -81,11 +81,12 @@ def score(Y_hat, Y_true, classifier):
     return mse, nmse, relacc
 
 
-def decode_and_score(code, received, Y_received, Y_true, classifier):
-    """Decode and score one scheme's trial: a dict of the per-trial record fields it sets."""
+def decode_and_score(code, received, Y_received, Y_true, classifier, alpha=None):
+    """Decode and score one scheme's trial: a dict of the per-trial record fields it sets.
+    ``alpha``: the trial's data points if the encoder chose them (``encode``'s info["alpha"])."""
     t0 = time.perf_counter()
     try:
-        Y_hat, info = code.decode(received, Y_received)
+        Y_hat, info = code.decode(received, Y_received, alpha)
     except DecodeError as e:
         return {"failed": True, "reason": str(e), "t_decode": time.perf_counter() - t0}
     t_decode = time.perf_counter() - t0
@@ -103,11 +104,16 @@ def empty_record(N):
     return rec
 
 
-def scheme_options(config, name):
+def scheme_options(config, name, dataset):
     """Keyword arguments of make_code for a scheme, from its [code.<name>] table."""
     opts = dict(config.code.options(name))
     if name == "lcc":
         opts = {"degree": resolved_lcc_degree(config)}
+    if name == "gcc-manifold":
+        # the reference pool is drawn once per job, from its own stream of the job's seed
+        n = opts.pop("pool")
+        rng = np.random.default_rng(np.random.SeedSequence([config.job.seed, 4]))
+        opts["pool_rows"] = dataset.pool(rng, min(n, dataset.n_rows or n)) if n else None
     return opts
 
 
@@ -138,7 +144,7 @@ class PointSetup:
         S = resolved_stragglers(config)
         codes, rules = {}, {}
         for name in config.code.schemes:
-            codes[name] = make_code(name, N, K, **scheme_options(config, name))
+            codes[name] = make_code(name, N, K, **scheme_options(config, name, dataset))
             rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
         return cls(config, dataset, target, codes, rules)
 

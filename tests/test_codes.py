@@ -200,4 +200,4 @@ def test_decode_is_independent_of_the_order_results_arrive_in():
 
 
 def test_every_scheme_is_registered():
-    assert set(SCHEMES) == {"uncoded", "replication", "lcc", "bacc", "letcc", "gcc"}
+    assert set(SCHEMES) == {"uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold"}

@@ -62,7 +62,7 @@ def test_get_options_and_frozen():
     assert get(c, "code.gcc-manifold.neighbors") == 5 == c.code.gcc_manifold.neighbors
     assert get(c, "code.gcc-manifold.kernel") == "matern52"       # same keys as code.gcc
     assert c.code.options("gcc") == {"kernel": "matern52", "lengthscale": 1.0, "lambda_enc": "auto", "lambda_dec": "auto"}
-    assert c.code.options("bacc") == {} and c.code.options("gcc-manifold")["ordering"] == "fiedler"
+    assert c.code.options("bacc") == {} and c.code.options("gcc-manifold")["ordering"] == "geodesic"
     with pytest.raises(TypeError):
         c.code.options("gcc")["kernel"] = "gaussian"
     with pytest.raises(dataclasses.FrozenInstanceError):

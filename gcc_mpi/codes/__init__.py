@@ -4,6 +4,7 @@ from ..errors import JobError
 from .base import DecodeError, LinearCode
 from .berrut import BACC
 from .gcc import GCC
+from .gcc_manifold import ManifoldGCC
 from .lcc import LCC
 from .letcc import LeTCC
 from .uncoded import Replication, Uncoded
@@ -15,6 +16,7 @@ SCHEMES = {
     "bacc": BACC,
     "letcc": LeTCC,
     "gcc": GCC,
+    "gcc-manifold": ManifoldGCC,
 }
 
 

@@ -40,17 +40,21 @@ class LinearCode:
         """(D, info) with Y_hat = D @ Y[received]; ``received`` sorted ascending. Override."""
         raise NotImplementedError
 
-    def decode(self, received, Y):
-        """Y_hat (K x m) and a dict of decoder facts (e.g. the chosen lambda)."""
+    def decode(self, received, Y, alpha=None):
+        """Y_hat (K x m) and a dict of decoder facts (e.g. the chosen lambda).
+
+        ``alpha`` is the trial's data points when the encoder chose them (a data-dependent code
+        reports them as ``info["alpha"]`` from ``encode``); None means the code's own.
+        """
         received = np.asarray(received)
         mask = np.zeros(self.N, bool)
         mask[received] = True
         if len(received) == 0 or not self.decodable(mask):
             raise DecodeError(self.shortfall(mask))
         order = np.argsort(received, kind="stable")
-        return self._decode_sorted(received[order], np.asarray(Y)[order])
+        return self._decode_sorted(received[order], np.asarray(Y)[order], alpha)
 
-    def _decode_sorted(self, received, Y):
+    def _decode_sorted(self, received, Y, alpha=None):
         key = received.tobytes()
         hit = self._cache.get(key)
         if hit is None:

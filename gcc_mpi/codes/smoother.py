@@ -28,26 +28,31 @@ class KernelSmoother:
 
     def __init__(self, t, z, kernel, null_dim=0):
         t = np.asarray(t, float)
-        z = np.asarray(z, float)
         n = len(t)
         q = min(null_dim, n)
-        K = kernel(t[:, None], t[None, :])
-        Kz = kernel(z[:, None], t[None, :])
+        self.t, self.kernel, self.q, self.n = t, kernel, q, n
+        self.K = kernel(t[:, None], t[None, :])
         if q:
-            P = np.vander(t, q, increasing=True)
-            Pz = np.vander(z, q, increasing=True)
-            Q, R = np.linalg.qr(P, mode="complete")
+            Q, R = np.linalg.qr(np.vander(t, q, increasing=True), mode="complete")
             Q1, Q2 = Q[:, :q], Q[:, q:]
-            self.H0 = Pz @ solve_triangular(R[:q], Q1.T)
+            self.null_coef = solve_triangular(R[:q], Q1.T)  # d = null_coef @ (y - K c)
         else:
             Q2 = np.eye(n)
-            self.H0 = np.zeros((len(z), n))
-        s, V = np.linalg.eigh(Q2.T @ K @ Q2)
+        s, V = np.linalg.eigh(Q2.T @ self.K @ Q2)
         self.W = Q2 @ V
         self.s = np.clip(s, 0.0, None)
-        self.G = (Kz - self.H0 @ K) @ self.W
         self.scale = self.s.max() if len(s) and self.s.max() > 0 else 1.0
-        self.n = n
+        self.z = np.asarray(z, float)
+        self.H0, self.G = self.evaluator(self.z)
+
+    def evaluator(self, z):
+        """(H0, G) with u(z) = H0 y + G diag(1/(s + lam)) W^T y at the points z."""
+        Kz = self.kernel(z[:, None], self.t[None, :])
+        if self.q:
+            H0 = np.vander(z, self.q, increasing=True) @ self.null_coef
+        else:
+            H0 = np.zeros((len(z), self.n))
+        return H0, (Kz - H0 @ self.K) @ self.W
 
     def _lam(self, lam):
         return max(float(lam), LAMBDA_FLOOR * self.scale)
@@ -56,9 +61,10 @@ class KernelSmoother:
         """The matrix A with u(z) = A @ y."""
         return self.H0 + (self.G / (self.s + self._lam(lam))) @ self.W.T
 
-    def apply(self, Y, lam):
-        """u(z) for the columns of Y (n x m)."""
-        return self.H0 @ Y + self.G @ ((self.W.T @ Y) / (self.s + self._lam(lam))[:, None])
+    def apply(self, Y, lam, z=None):
+        """u(z) for the columns of Y (n x m), at the smoother's points or at other points z."""
+        H0, G = (self.H0, self.G) if z is None else self.evaluator(np.asarray(z, float))
+        return H0 @ Y + G @ ((self.W.T @ Y) / (self.s + self._lam(lam))[:, None])
 
     def candidates(self):
         return np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)

@@ -46,12 +46,14 @@ class SmoothingCode(LinearCode):
     def decode_matrix(self, received):
         return KernelSmoother(self.beta[received], self.alpha, self.kernel, self.null_dim), {}
 
-    def _decode_sorted(self, received, Y):
+    def _decode_sorted(self, received, Y, alpha=None):
         key = received.tobytes()
         smoother = self._cache.get(key)
         if smoother is None:
             smoother = self._cache[key] = self.decode_matrix(received)[0]
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
         lam = smoother.select(Y, self.rule_dec)
-        return smoother.apply(Y, lam), {"lambda_dec": lam}
+        return smoother.apply(Y, lam, alpha), {"lambda_dec": lam}
