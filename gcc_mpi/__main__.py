@@ -35,6 +35,15 @@ def _job_args(p):
 def build_parser():
     parser = _Parser(prog="python -m gcc_mpi", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    run = sub.add_parser("run", help="run a job over MPI (under mpiexec; the default command)")
+    _job_args(run)
+    run.add_argument("--resume", action="store_true",
+                     help="append the missing trials to an existing output of the same job")
+    run.add_argument("--wait", choices=("auto", "busy", "polite"), default=None,
+                     help="how ranks wait: MPI's blocking calls (busy), or polling with back-off "
+                          "sleeps (polite); auto (default, or $GCC_MPI_WAIT) = polite when a node "
+                          "runs more ranks than it has cores")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
     sim = sub.add_parser("simulate", help="run a job in one process (no MPI)")
     _job_args(sim)
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
@@ -42,6 +51,8 @@ def build_parser():
     an.add_argument("path")
     an.add_argument("--json", action="store_true", help="print the JSON rows of the contract")
     an.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    an.add_argument("--rate", metavar="KEY", help="fit the log-log slope of nmse against a swept "
+                    "key per scheme (with --json: print {rate, slopes} instead of the rows)")
     val = sub.add_parser("validate", help="print the resolved job or a clear error")
     val.add_argument("job", nargs="?")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -80,10 +91,16 @@ def cmd_simulate(args):
     return 0
 
 
+def cmd_run(args):
+    from .runtime import run_command
+
+    return run_command(args, simulate=cmd_simulate, default_output=default_output)
+
+
 def cmd_analyze(args):
     from .analyze import main_analyze
 
-    return main_analyze(args.path, json=args.json, csv=args.csv)
+    return main_analyze(args.path, json=args.json, csv=args.csv, rate=args.rate)
 
 
 def cmd_validate(args):
@@ -98,14 +115,15 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            print("gcc_mpi: no command given, and MPI runs are not available yet; running the "
-                  "default job in the simulator (python -m gcc_mpi simulate)", file=sys.stderr)
-            args = build_parser().parse_args(["simulate"])
-        return {"simulate": cmd_simulate, "analyze": cmd_analyze,
+        if args.command is None:  # the default job over MPI (in the simulator if one process)
+            args = build_parser().parse_args(["run"])
+        return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
                 "validate": cmd_validate}[args.command](args)
     except JobError as e:
-        print(f"gcc_mpi: error: {e}", file=sys.stderr)
+        from .runtime.mpi import launcher_rank
+
+        if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
+            print(f"gcc_mpi: error: {e}", file=sys.stderr)
         return 2
 
 

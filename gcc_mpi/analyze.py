@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from .errors import JobError
 from .results import Results, read_results
 
 _STATS = ("trials", "trials_failed", "mse", "nmse", "mse_db", "mse_db_ci95", "relacc",
@@ -106,8 +107,7 @@ def _fmt_param(v):
 def _ms(x):
     if x is None:
         return "-"
-    v = 1e3 * x
-    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    return f"{1e3 * x:.3f}"
 
 
 def format_table(rows) -> str:
@@ -171,20 +171,62 @@ def write_csv(rows, path) -> None:
                        + [r["scheme"]] + ["" if r.get(s) is None else r[s] for s in _STATS])
 
 
-def main_analyze(path, json=False, csv=None) -> int:
+def fit_rates(rows, key):
+    """Least-squares slope of log10(mean nmse) against log10(value of ``key``) per scheme.
+
+    Returns {scheme: (slope, number of points used)}; points with nmse 0 or no successful
+    trials are left out, and a scheme with fewer than two points gets slope None. Other swept
+    keys must be constant: the rate is only meaningful along one axis.
+    """
+    found = [r for r in rows if key in r["point"]]
+    if not found:
+        swept = sorted({k for r in rows for k in r["point"]})
+        raise JobError("--rate", f"{key!r} is not swept in this file; swept keys: "
+                                 f"{', '.join(swept) or 'none'}")
+    others = {k for r in found for k in r["point"] if k != key}
+    if any(len({_json.dumps(r["point"][k]) for r in found}) > 1 for k in others):
+        raise JobError("--rate", f"other keys are swept too ({', '.join(sorted(others))}); "
+                                 "the rate needs a sweep along one key")
+    rates = {}
+    for scheme in dict.fromkeys(r["scheme"] for r in found):
+        pts = [(r["point"][key], r["nmse"]) for r in found if r["scheme"] == scheme
+               and r["nmse"] and r["nmse"] > 0 and isinstance(r["point"][key], (int, float))]
+        if len(pts) < 2:
+            rates[scheme] = (None, len(pts))
+            continue
+        x, y = np.log10(np.array(pts, dtype=float)).T
+        rates[scheme] = (float(np.polyfit(x, y, 1)[0]), len(pts))
+    return rates
+
+
+def format_rates(rates, key):
+    lines = [f"log-log slope of mean nmse against {key} (least squares):"]
+    for scheme, (slope, n) in rates.items():
+        shown = "-" if slope is None else f"{slope:+.2f}"
+        lines.append(f"  {scheme:14s} {shown:>7s}   ({n} points)")
+    return "\n".join(lines)
+
+
+def main_analyze(path, json=False, csv=None, rate=None) -> int:
     """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV.
     Raises JobError if ``path`` is missing or not a gcc_mpi file."""
     results = read_results(path)
     rows = summarize(results)
+    rates = fit_rates(rows, rate) if rate else None  # a bad key fails before any output
     if csv:
         write_csv(rows, csv)
-    if json:
+    if json and rate:
+        slopes = {k: v[0] for k, v in rates.items()}
+        print(_json.dumps({"rate": rate, "slopes": slopes}))
+    elif json:
         print(to_json(rows))
     else:
         a = results.attrs
         print(f"# {results.path}: gcc_mpi {a.get('version')}, mpi {a.get('mpi')}, "
               f"created {a.get('created')}")
         print(format_table(rows))
+    if rate and not json:
+        print(format_rates(rates, rate))
     if not results.complete:
         print(f"note: {results.path} is incomplete (run interrupted or still running)",
               file=sys.stderr)

@@ -106,3 +106,17 @@ def test_main_analyze(h5, tmp_path, capsys):
     assert main_analyze(h5) == 0 and "scheme" in capsys.readouterr().out
     with pytest.raises(JobError, match="no such file"):
         main_analyze(tmp_path / "nope.h5")
+
+
+def test_fit_rates_recovers_a_power_law_and_names_bad_keys():
+    from gcc_mpi.analyze import fit_rates
+    from gcc_mpi.errors import JobError
+
+    rows = [{"point": {"code.workers": n}, "scheme": s, "nmse": c * n ** -p}
+            for n in [20, 40, 80, 160] for s, c, p in [("gcc", 5.0, 3.5), ("bacc", 0.3, 1.0)]]
+    rows.append({"point": {"code.workers": 320}, "scheme": "gcc", "nmse": None})  # all failed
+    rates = fit_rates(rows, "code.workers")
+    assert rates["gcc"][0] == pytest.approx(-3.5) and rates["gcc"][1] == 4
+    assert rates["bacc"][0] == pytest.approx(-1.0)
+    with pytest.raises(JobError, match="'data.batch' is not swept"):
+        fit_rates(rows, "data.batch")
