@@ -133,6 +133,11 @@ def _scheme_list(v):
     return tuple(v)
 
 
+def _shape_list(v):
+    ok = isinstance(v, (list, tuple)) and v and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) and 1 <= x <= 2**31 for x in v)
+    return tuple(int(x) for x in v) if ok else _NO
+
+
 def setting(check, default=None):
     """A job-file key: a dataclass field carrying its check."""
     return field(default=default, metadata={"check": check})
@@ -140,6 +145,8 @@ def setting(check, default=None):
 
 _SCHEMES = Check("a non-empty list of distinct scheme names from " + ", ".join(SCHEMES), _scheme_list)
 _LAMBDA = _or_words(_num(0.0), "auto", "gcv", "loo")
+_BOOL = Check("true or false", lambda v: v if isinstance(v, bool) else _NO)
+_SHAPE = Check("a non-empty list of integers >= 1 (one input's shape, e.g. [1, 8, 8])", _shape_list)
 
 
 # --- the schema ----------------------------------------------------------------------------------
@@ -164,11 +171,16 @@ class DataSection:
 
 @dataclass(frozen=True)
 class TargetSection:
-    kind: str = setting(_choice("mlp", "polynomial", "linear", "python"), "mlp")
+    kind: str = setting(_choice("mlp", "polynomial", "linear", "onnx", "python"), "mlp")
     degree: int = setting(_int(1), 3)
     outputs: int = setting(_int(1), 4)
     model: str | None = setting(_optional(_text()))  # mlp weights (.npz); None = the shipped digits MLP
     function: str | None = setting(_optional(_text(r".+:[A-Za-z_]\w*", '"module:function" or "file.py:function"')))
+    path: str | None = setting(_optional(_text()))   # onnx model file; None = the shipped digits CNN
+    input: str | None = setting(_optional(_text()))  # onnx input name; None = the model's only input
+    output: str | None = setting(_optional(_text()))  # onnx output name; None = the model's only output
+    shape: tuple[int, ...] | None = setting(_optional(_SHAPE))  # onnx per-sample input shape; None = the model's
+    classifier: bool | str = setting(_or_words(_BOOL, "auto"), "auto")  # relacc; auto: mlp yes, onnx if m > 1, python by fn.classifier
 
 
 @dataclass(frozen=True)
@@ -395,6 +407,8 @@ def _consistent(c: Config) -> None:
     K, N, s = c.data.batch, c.code.workers, c.stragglers
     if c.target.kind == "python" and c.target.function is None:
         raise JobError("target.function", 'required when target.kind = "python" ("module:function" or "file.py:function")')
+    if c.target.model is not None and c.target.model.lower().endswith(".onnx") and c.target.kind in ("mlp", "onnx"):
+        raise JobError("target.model", 'is an ONNX file: set target.kind = "onnx" and the file as target.path (target.model is for .npz MLP weights)')
     if c.data.source == "file" and c.data.path is None:
         raise JobError("data.path", 'required when data.source = "file" (a .npy, .npz or .h5 file)')
     if c.data.source in ("sphere", "swissroll", "torus") and c.data.dim < 3:

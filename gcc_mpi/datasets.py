@@ -11,9 +11,11 @@ Sources (the job-file key ``data.source``):
   optional isotropic Gaussian ``noise`` (std per coordinate).
 - ``gaussian``: i.i.d. N(0, 1/dim) coordinates (unit expected norm, no manifold structure).
 - ``file``: a 2-D numeric array from .npy, .npz or .h5/.hdf5 (``key`` names the array when the
-  archive holds several).  Arrays with ndim > 2 (e.g. images (n, 28, 28)) are flattened to
-  (n, prod(rest)) rows.  Pickled or object arrays are never loaded.  Exact duplicate rows are
-  dropped (keeping the first, with its label) so a batch never holds the same input twice.
+  archive holds several).  Arrays with ndim > 2 (e.g. images (n, 1, 28, 28)) are flattened to
+  (n, prod(rest)) rows, which is what the codes work on; the per-row shape is kept as
+  ``shape`` so that a target taking images (onnx) can check it gets the same layout.  Pickled
+  or object arrays are never loaded.  Exact duplicate rows are dropped (keeping the first, with
+  its label) so a batch never holds the same input twice.
 
 No MPI and no randomness at import time; h5py is imported only for HDF5 files.
 """
@@ -44,11 +46,14 @@ class Dataset:
     """A source of input rows in R^dim.
 
     Attributes: ``name``, ``dim``, ``n_rows`` (pool size, or None for an endless synthetic
-    source), ``labels`` (ndarray aligned with ``X`` or None) and, for finite pools, ``X``.
+    source), ``labels`` (ndarray aligned with ``X`` or None), ``shape`` (one row's shape as
+    stored, e.g. (1, 28, 28) for images; (dim,) when the data were flat) and, for finite
+    pools, ``X``.
     """
 
     name = "dataset"
     dim = None
+    shape = None
     n_rows = None
     labels = None
     X = None
@@ -77,9 +82,10 @@ def _check_k(k, limit=None):
 class PoolDataset(Dataset):
     """A finite pool of rows; batches are drawn without replacement."""
 
-    def __init__(self, name, X, labels=None, path=None):
+    def __init__(self, name, X, labels=None, path=None, shape=None):
         self.name, self.X, self.labels, self.path = name, X, labels, path
         self.n_rows, self.dim = X.shape
+        self.shape = tuple(shape) if shape is not None else (self.dim,)
 
     def sample(self, rng, k):
         k = _check_k(k, self.n_rows)
@@ -91,6 +97,7 @@ class SyntheticDataset(Dataset):
 
     def __init__(self, name, dim, draw, noise=0.0):
         self.name, self.dim, self._draw, self.noise = name, dim, draw, noise
+        self.shape = (dim,)
 
     def sample(self, rng, k):
         X = self._draw(rng, _check_k(k))
@@ -149,7 +156,7 @@ def load_dataset(source, *, dim=50, path=None, key=None, labels_key=None, noise=
         with resources.files("gcc_mpi").joinpath("_data/digits.npz").open("rb") as fh:
             with np.load(fh, allow_pickle=False) as z:
                 X, y = z["X"].astype(np.float64) / 16.0, z["y"].astype(np.int64)
-        return PoolDataset("digits", X, y)
+        return PoolDataset("digits", X, y, shape=(8, 8))
     if source == "file":
         return _load_file(path, key, labels_key, base_dir)
     if source not in SOURCES:
@@ -186,6 +193,7 @@ def _load_file(path, key, labels_key, base_dir):
     else:
         raise JobError("data.path", f"unsupported file type {suffix or '(none)'!r} for {file}; "
                                     "use .npy, .npz, .h5 or .hdf5")
+    shape = np.shape(X)[1:]
     X = _check_rows(X, file, "data.key" if key is not None else "data.path")
     if labels is not None:
         labels = np.asarray(labels).reshape(-1)
@@ -197,7 +205,7 @@ def _load_file(path, key, labels_key, base_dir):
         first.sort()
         X = X[first]
         labels = labels[first] if labels is not None else None
-    return PoolDataset("file", X, labels, path=file)
+    return PoolDataset("file", X, labels, path=file, shape=shape)
 
 
 def _choose(names, key, file, what="arrays"):

@@ -17,7 +17,7 @@ from .config import resolved_lcc_degree, resolved_stragglers
 from .datasets import load_dataset
 from .errors import JobError
 from .stragglers import draw_delays
-from .targets import make_target, probe
+from .targets import check_layout, probe, target_for
 
 FIELDS_FLOAT = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode",
                 "latency", "lambda_enc", "lambda_dec")
@@ -129,12 +129,11 @@ class PointSetup:
 
     @classmethod
     def build(cls, config, base_dir="."):
-        d, t = config.data, config.target
+        d = config.data
         dataset = load_dataset(d.source, dim=d.dim, path=d.path, key=d.key, noise=d.noise,
                                labels_key=d.labels_key, seed=config.job.seed, base_dir=base_dir)
-        target = make_target(t.kind, input_dim=dataset.dim, degree=t.degree, outputs=t.outputs,
-                             model=t.model, function=t.function, seed=config.job.seed,
-                             base_dir=base_dir)
+        target = target_for(config, dataset.dim, base_dir)
+        check_layout(target, dataset)   # images stored in another layout than the model takes
         # a broken user function must fail here, as bad input, not halfway through the run
         probe(target, dataset.sample(np.random.default_rng(0), 1))
         N, K = config.code.workers, d.batch

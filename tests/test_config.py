@@ -97,6 +97,15 @@ def test_ints_accepted_as_floats_not_the_reverse():
     ("data.path", "", "must be a non-empty string"),
     ("target.kind", "polynomal", 'did you mean "polynomial"?'),
     ("target.function", "module.f", '"module:function" or "file.py:function"'),
+    ("target.kind", "onx", 'did you mean "onnx"?'),
+    ("target.path", "", "target.path: must be a non-empty string"),
+    ("target.input", 3, "target.input: must be a non-empty string, got 3"),
+    ("target.shape", [], "target.shape: must be a non-empty list of integers >= 1 (one input's shape, e.g. [1, 8, 8]), got []"),
+    ("target.shape", [1, 0, 8], "got [1, 0, 8]"),
+    ("target.shape", [1.0, 8, 8], "got [1.0, 8, 8]"),
+    ("target.shape", "1, 8, 8", 'got "1, 8, 8"'),
+    ("target.classifier", "yes", 'target.classifier: must be "auto" or true or false, got "yes"'),
+    ("target.classifier", 1, "got 1"),
     ("target.degree", False, "got false"),
     ("code.schemes", [], "non-empty list of distinct scheme names"),
     ("code.schemes", "gcc", 'got "gcc"'),
@@ -182,6 +191,22 @@ def test_stragglers_and_decode():
     assert job(decode__stragglers=40, decode__wait="all").config.decode.wait == "all"   # S unused
     assert str(error({"decode.wait": "deadline"})).startswith('decode.deadline: required when decode.wait = "deadline"')
     assert job(decode__wait="deadline", decode__deadline=1).config.decode.deadline == 1.0
+
+
+def test_onnx_target_keys():
+    c = job(target__kind="onnx").config.target
+    assert (c.kind, c.path, c.input, c.output, c.shape, c.classifier) == ("onnx", None, None, None, None, "auto")
+    c = job(target__kind="onnx", target__path="m.onnx", target__input="x", target__output="logits",
+            target__shape=[1, 28, 28], target__classifier=False).config.target
+    assert (c.path, c.input, c.output, c.shape, c.classifier) == ("m.onnx", "x", "logits", (1, 28, 28), False)
+    j = job(target__kind="onnx", sweep={"target.shape": [[64], [1, 8, 8]]})
+    assert [p.config.target.shape for p in j.points] == [(64,), (1, 8, 8)]
+    assert parse_job(j.to_toml()) == j
+    assert parse_job("", overrides=["target.shape=[1, 8, 8]"]).config.target.shape == (1, 8, 8)
+    e = error({"target.kind": "onnx", "target.model": "cnn.ONNX"})
+    assert str(e) == ('target.model: is an ONNX file: set target.kind = "onnx" and the file as target.path '
+                      "(target.model is for .npz MLP weights)")
+    assert error({"target.model": "cnn.onnx"}).key == "target.model"          # kind = "mlp" too
 
 
 def test_required_and_dependent_keys():

@@ -16,7 +16,7 @@ def rng(seed=0):
 
 def test_digits_pool():
     ds = load_dataset("digits")
-    assert (ds.name, ds.dim, ds.n_rows) == ("digits", 64, 1797)
+    assert (ds.name, ds.dim, ds.n_rows, ds.shape) == ("digits", 64, 1797, (8, 8))
     assert ds.X.min() == 0.0 and ds.X.max() == 1.0          # pixels / 16
     assert ds.labels.shape == (1797,) and set(ds.labels) == set(range(10))
     X = ds.sample(rng(), 40)
@@ -126,8 +126,10 @@ def test_images_are_flattened_and_duplicates_dropped(tmp_path):
     imgs[3] = imgs[1]                                    # a duplicate image
     np.savez(tmp_path / "img.npz", X=imgs, y=np.arange(5))
     ds = load_dataset("file", path=tmp_path / "img.npz", key="X", labels_key="y")
-    assert (ds.n_rows, ds.dim) == (4, 6)
+    assert (ds.n_rows, ds.dim, ds.shape) == (4, 6, (3, 2))   # one row's stored shape is kept
     np.testing.assert_array_equal(ds.labels, [0, 1, 2, 4])   # first occurrence kept, in order
+    np.save(tmp_path / "flat.npy", imgs.reshape(5, 6))
+    assert load_dataset("file", path=tmp_path / "flat.npy").shape == (6,)
 
 
 def test_file_errors(tmp_path):

@@ -61,7 +61,7 @@ def test_linear_is_linear():
     ({"kind": "polynomial", "outputs": 0}, "target.outputs"),
     ({"kind": "linear", "outputs": 1.5}, "target.outputs"),
     ({"kind": "polynomial", "seed": -1}, "job.seed"),
-    ({"kind": "onnx"}, "target.kind: unknown kind 'onnx'; choose one of linear, mlp"),
+    ({"kind": "onx"}, "target.kind: unknown kind 'onx'; choose one of linear, mlp, onnx"),
     ({"kind": "python"}, "target.function: required"),
 ])
 def test_bad_arguments(kwargs, match):
