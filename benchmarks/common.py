@@ -7,6 +7,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from pathlib import Path  # noqa: E402
 
+import time  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from gcc_mpi.config import load_job  # noqa: E402
@@ -31,3 +33,13 @@ def mse_db(setup, index, scheme, trials):
         rec = simulate_scheme(setup, scheme, X, Y, delays)
         nmse.append(rec["nmse"])
     return 10 * np.log10(np.mean(nmse)), np.array(nmse)
+
+
+def per_call(fn, seconds=0.5):
+    """Mean wall time of one call of ``fn`` over about ``seconds`` (after one warm-up call)."""
+    fn()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        fn()
+        n += 1
+    return (time.perf_counter() - t0) / n

@@ -7,24 +7,14 @@ exact leave-one-out (the default "auto"), including the eigendecomposition. scip
 make_smoothing_spline(lam=None) runs its GCV once per output column.
 """
 
-import time
 
-import common  # noqa: F401  (single-threaded BLAS, as in the application)
+from common import per_call  # also sets single-threaded BLAS, as the application does
 import numpy as np
 from scipy.interpolate import make_smoothing_spline
 
 from gcc_mpi.codes.kernels import matern52, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
 from gcc_mpi.codes.smoother import KernelSmoother
-
-
-def per_call(fn, seconds=0.5):
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        fn()
-        n += 1
-    return (time.perf_counter() - t0) / n
 
 
 def main():

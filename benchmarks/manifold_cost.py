@@ -3,18 +3,8 @@
     python benchmarks/manifold_cost.py
 """
 
-import time
 
-from common import point_setup
-
-
-def per_call(fn, seconds=1.0):
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        fn()
-        n += 1
-    return (time.perf_counter() - t0) / n
+from common import per_call, point_setup
 
 
 def main():
