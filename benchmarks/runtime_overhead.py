@@ -1,0 +1,109 @@
+"""Per-round protocol overhead of the MPI runtime against the bare mpi4py floor, zero delay.
+
+    mpiexec -n 32 python benchmarks/runtime_overhead.py [--blocks 10] [--trials 40]
+                                                        [--wait auto] [--target mlp|linear]
+
+The runtime runs N = ranks - 1 workers with no stragglers and decode.wait = "all", one scheme
+(bacc: every worker gets a coded input and every result is waited for) — the same 31 sends and
+31 gathers per round as benchmarks/mpi_floor.py. f is the default job's digits MLP (K = 10,
+64 -> 10), or with --target linear a single 64 x 10 matrix product, which leaves little but
+the protocol. Blocks of the floor (polite) and of the runtime alternate within one mpiexec, so
+both see the same machine (other load on 2 cores moves both). Printed, as medians over rounds:
+
+- floor:    ms per trial of the bare loop (scatter 31 small arrays, gather 31);
+- protocol: the runtime's t_scatter + t_wait + stop/drain — everything a round spends in the
+            protocol, the workers' f included (encode, decode and HDF5 writes are not) — and
+            its ratio to the floor (the issue asks for <= 2), also as the median of the
+            per-block ratios;
+- round:    the whole round as the master sees it (encode + protocol + decode).
+"""
+
+import argparse
+import os
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # as the CLI does
+
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+import mpi_floor  # noqa: E402
+from gcc_mpi.config import load_default_job  # noqa: E402
+from gcc_mpi.runtime.master import Master  # noqa: E402
+from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, resolve_wait  # noqa: E402
+from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
+
+SCHEME = "bacc"
+
+
+def job_for(size, target):
+    sets = [("stragglers.model", "none"), ("code.schemes", [SCHEME]), ("decode.wait", "all")]
+    if target == "linear":  # 64 -> 10, like the MLP's input and output
+        sets += [("data.source", "gaussian"), ("data.dim", 64), ("target.kind", "linear"),
+                 ("target.outputs", 10)]
+    return load_default_job(sets, defaults={"code.workers": size - 1})
+
+
+def runtime_block(master, setup, trials, start):
+    """(protocol time, round time) per round for ``trials`` rounds, then EXIT to the workers."""
+    protocol, rounds = [], []
+    for t in range(start, start + trials):
+        X, Y, delays = setup.inputs(0, t)
+        drain = master.stats["drain"]
+        t0 = time.perf_counter()
+        rec = master.round(setup, SCHEME, 0, t, X, Y, delays)
+        rounds.append(time.perf_counter() - t0)
+        protocol.append(rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain)
+    master.shutdown()
+    return protocol, rounds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", type=int, default=10, help="alternating floor/runtime blocks")
+    p.add_argument("--trials", type=int, default=40, help="trials per block")
+    p.add_argument("--wait", default="auto", choices=("auto", "busy", "polite"))
+    p.add_argument("--target", default="mlp", choices=("mlp", "linear"))
+    args = p.parse_args()
+    comm = MPI.COMM_WORLD
+    mode = resolve_wait(args.wait, comm)
+    job = job_for(comm.size, args.target)
+    if comm.rank == 0:
+        from gcc_mpi.simulate import prepare
+
+        (_, setup), = prepare(job)
+        master = Master(comm, MPI, Waiter(MPI, mode))
+        floor, protocol, rounds = [], [], []
+    else:
+        targets = build_targets(job.to_toml(), ".", [(64, 10)])
+    for b in range(args.blocks + 1):  # block 0 warms both up and is not counted
+        comm.Barrier()
+        if comm.rank == 0:
+            f = mpi_floor.master(comm, "polite", args.trials, 64)
+        else:
+            mpi_floor.worker(comm, "polite", 64)
+        comm.Barrier()
+        if comm.rank == 0:
+            pr, rd = runtime_block(master, setup, args.trials, b * args.trials)
+            if b:
+                floor.append(1e3 * np.asarray(f))
+                protocol.append(1e3 * np.asarray(pr))
+                rounds.append(1e3 * np.asarray(rd))
+        else:
+            Worker(comm, MPI, Waiter(MPI, mode, hi=SLEEP_IDLE), targets).serve()
+    if comm.rank != 0:
+        return
+    ratios = [np.median(p) / np.median(f) for f, p in zip(floor, protocol)]
+    floor, protocol, rounds = map(np.concatenate, (floor, protocol, rounds))
+    fl, pr, rd = np.median(floor), np.median(protocol), np.median(rounds)
+    print(f"# runtime_overhead: {comm.size} ranks, scheme {SCHEME}, f = {args.target}, wait=all, "
+          f"zero delay, runtime waiting {mode}; {args.blocks} blocks x {args.trials} trials")
+    print(f"floor (polite)   : {fl:7.3f} ms/trial median (p90 {np.percentile(floor, 90):.3f})")
+    print(f"runtime protocol : {pr:7.3f} ms/round median (p90 {np.percentile(protocol, 90):.3f})"
+          f"  ratio to floor {pr / fl:.2f} (median of per-block ratios {np.median(ratios):.2f})")
+    print(f"runtime round    : {rd:7.3f} ms/round median (encode + protocol + decode)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""MPI start-up, the abort hook, and how a rank waits.
+
+Waiting is the whole game when ranks outnumber cores: MPICH's blocking calls (Recv, Wait*,
+Probe) spin, so with 32 ranks on 2 cores every idle rank competes with the one that has work.
+``Waiter`` hides the two ways to wait:
+
+- busy:   MPI's own blocking calls (Waitsome, Waitall, Mprobe) — lowest latency when every rank
+          has a core to itself;
+- polite: Testsome/Testall/Improbe and, while nothing is ready, ``time.sleep`` with exponential
+          back-off (SLEEP_MIN .. a cap) — idle ranks give their core away.
+
+``auto`` (the default) picks polite when this node runs more ranks than it has cores. Override
+with ``--wait busy|polite|auto`` or the environment variable GCC_MPI_WAIT.
+"""
+
+import os
+import socket
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+
+from ..errors import JobError
+
+WAIT_MODES = ("auto", "busy", "polite")
+WAIT_ENV = "GCC_MPI_WAIT"
+# Polite back-off (seconds). A sleep costs a wake-up (~10 us of CPU, and Linux rounds short
+# sleeps up to ~0.1 ms); with 31 workers on 2 cores those wake-ups are most of the CPU a round
+# uses, so each waiter polls only as often as it must:
+SLEEP_MIN = 20e-6      # first sleep of the master (gather, drain): results come in bursts
+SLEEP_GATHER = 250e-6  # longest sleep of the master while results are due (arrival resolution)
+IDLE_FIRST = 500e-6    # first sleep of an idle worker: its next TASK is a round away at least
+SLEEP_IDLE = 1e-3      # longest sleep of an idle rank: how late it may notice a new message
+
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+
+
+def launcher_rank():
+    """This process's rank as the MPI launcher's environment says (None without a launcher),
+    read without initialising MPI: lets the CLI print an argument error once, not once a rank."""
+    for var in _RANK_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def start():
+    """Initialise MPI (once) and return the ``mpi4py.MPI`` module."""
+    import mpi4py
+
+    # one thread talks to MPI on every rank: no need to pay for MPI_THREAD_MULTIPLE's locks
+    mpi4py.rc.thread_level = "single"
+    from mpi4py import MPI
+
+    return MPI
+
+
+def resolve_wait(mode, comm):
+    """'busy' or 'polite' for ``mode`` ('auto', 'busy', 'polite' or None = $GCC_MPI_WAIT or
+    'auto'). auto: polite when this node runs more ranks than it has cores."""
+    mode = mode or os.environ.get(WAIT_ENV) or "auto"
+    if mode not in WAIT_MODES:
+        raise JobError(WAIT_ENV, f"must be one of {', '.join(WAIT_MODES)}, got {mode!r}")
+    if mode != "auto":
+        return mode
+    return "polite" if local_ranks(comm) > cores() else "busy"
+
+
+def local_ranks(comm):
+    """Ranks on this node, from the launcher's environment (no collective call at start-up,
+    where ranks arrive seconds apart); all of COMM_WORLD when the launcher does not say."""
+    for var in _LOCAL_SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return comm.size
+
+
+def cores():
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class Backoff:
+    """Sleeps that double from ``lo`` up to ``hi`` while nothing happens; ``reset`` after
+    something did."""
+
+    __slots__ = ("lo", "hi", "t")
+
+    def __init__(self, lo=SLEEP_MIN, hi=SLEEP_IDLE):
+        self.lo, self.hi, self.t = lo, hi, lo
+
+    def reset(self):
+        self.t = self.lo
+
+    def sleep(self, limit=None):
+        time.sleep(self.t if limit is None else max(0.0, min(self.t, limit)))
+        self.t = min(2 * self.t, self.hi)
+
+
+class Waiter:
+    """How one rank waits for requests and messages: ``polite`` (test + back-off sleep) or busy
+    (MPI's blocking calls). ``hi`` caps the polite sleeps of ``some`` (the master's gather)."""
+
+    def __init__(self, MPI, mode, hi=SLEEP_GATHER):
+        self.MPI = MPI
+        self.mode = mode
+        self.polite = mode == "polite"
+        self.gather = Backoff(SLEEP_MIN, hi)
+        self.idle = Backoff(IDLE_FIRST, SLEEP_IDLE)
+
+    def some(self, requests, until=None):
+        """Indices of requests completed now, in the order MPI reports them; [] once the
+        clock (time.perf_counter) passes ``until``; None when no request is active."""
+        Request = self.MPI.Request
+        if not self.polite and until is None:
+            return Request.Waitsome(requests)
+        backoff = self.gather
+        backoff.reset()
+        while True:
+            done = Request.Testsome(requests)
+            if done is None or done:
+                return done
+            if until is not None:
+                left = until - time.perf_counter()
+                if left <= 0:
+                    return []
+                if self.polite:
+                    backoff.sleep(left)
+            else:
+                backoff.sleep()
+
+    def all(self, requests):
+        """Wait until every request is complete."""
+        Request = self.MPI.Request
+        if not self.polite:
+            Request.Waitall(requests)
+            return
+        backoff = self.gather
+        backoff.reset()
+        while not Request.Testall(requests):
+            backoff.sleep()
+
+    def probe(self, comm, source, tag, status):
+        """The next matching message (an ``MPI.Message`` to ``Recv``), waiting for it."""
+        if not self.polite:
+            return comm.Mprobe(source, tag, status)
+        backoff = self.idle
+        backoff.reset()
+        while True:
+            message = comm.Improbe(source, tag, status)
+            if message is not None:
+                return message
+            backoff.sleep()
+
+    def recv_object(self, comm, source, tag):
+        """A pickled message (start-up only), waited for like ``probe``."""
+        backoff = self.idle
+        backoff.reset()
+        while True:
+            message = comm.improbe(source, tag)  # lowercase: sized for the pickle
+            if message is not None:
+                return message.recv()
+            backoff.sleep()
+
+
+def where(comm):
+    return f"rank {comm.rank} of {comm.size} on {socket.gethostname()}"
+
+
+@contextmanager
+def abort_on_error(comm):
+    """Run a rank's part of the job; any exception ends the whole job instead of leaving the
+    other ranks waiting for this one: its message on stderr (naming the rank), then
+    MPI_Abort — exit code 2 for a JobError on rank 0 (bad job input found late), else 1."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if comm.rank == 0:
+            print("gcc_mpi: interrupted", file=sys.stderr, flush=True)
+        comm.Abort(1)
+    except JobError as e:
+        if comm.rank == 0:
+            print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
+            comm.Abort(2)
+        _report(comm, e)
+        comm.Abort(1)
+    except BaseException as e:  # noqa: BLE001 - anything else is this rank failing
+        _report(comm, e)
+        comm.Abort(1)
+
+
+def _report(comm, e):
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    head = f"gcc_mpi: {where(comm)} failed: {type(e).__name__}: {e}"
+    sys.stderr.write(f"{text}{head}\n")
+    sys.stderr.flush()

@@ -1,0 +1,361 @@
+"""The MPI runtime end to end: `mpiexec -n 5` and `-n 9` launched as subprocesses (with a
+timeout, so nothing can hang CI), checked against the HDF5 contract and against the simulator;
+late results; errors on any rank; the single-process fallback; the wire format without MPI.
+
+Nothing here asserts on wall-clock time: the delays only make the received sets unambiguous.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gcc_mpi.config import load_job, parse_job
+from gcc_mpi.results import read_results
+from gcc_mpi.runtime import protocol as P
+from gcc_mpi.runtime.mpi import Backoff, launcher_rank, resolve_wait
+from gcc_mpi.trial import PointSetup, decode_and_score
+
+TIMEOUT = 120  # seconds per launch; a run here takes a few
+
+
+def _find_mpiexec():
+    near = Path(sys.executable).with_name("mpiexec")  # the mpich wheel's, next to this python
+    return str(near) if near.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _find_mpiexec()
+needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+def launch(args, cwd, ranks=None):
+    """Run `[mpiexec -n ranks] python -m gcc_mpi ARGS`; (exit code, stdout, stderr). On timeout
+    the whole process group is killed, so no rank outlives the test."""
+    cmd = [sys.executable, "-m", "gcc_mpi", *args]
+    if ranks is not None:
+        cmd = [MPIEXEC, "-n", str(ranks), *cmd]
+    env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(cmd)} did not finish in {TIMEOUT} s\n{err[-3000:]}")
+    return proc.returncode, out, err
+
+
+# N = ranks - 1 = 4 under -n 5; fixed stragglers 0.3 s late make every received set unambiguous.
+# (No letcc here: with 3 results for K = 3 its automatic lambda flips between candidates on
+# round-off, so bitwise-different f rows — one row per worker vs one batch in the simulator —
+# can change its nmse by a factor; test_run_n9 compares it at N = 6 and 8.)
+SMALL = """
+[job]
+name = "small"
+seed = 3
+trials = 3
+[data]
+source = "sphere"
+dim = 5
+batch = 3
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 3
+[code]
+schemes = ["uncoded", "bacc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 1
+delay = 0.3
+[decode]
+deadline = 0.1
+[sweep]
+"decode.wait" = ["fastest", "deadline"]
+"""
+
+
+def assert_same_as_simulate(run, sim):
+    """Identical used sets, delays and failures; nmse equal to 1e-9 relative (exact schemes:
+    both at round-off, ~1e-30)."""
+    assert [p.params for p in run.points] == [p.params for p in sim.points]
+    for p_run, p_sim in zip(run.points, sim.points):
+        assert list(p_run.schemes) == list(p_sim.schemes)
+        for name, r in p_run.schemes.items():
+            s = p_sim.schemes[name]
+            where = f"point {p_run.params}, {name}"
+            assert np.array_equal(r["delay"], s["delay"]), where
+            assert np.array_equal(r["used"], s["used"]), where
+            assert np.array_equal(r["failed"], s["failed"]), where
+            ok = ~r["failed"]
+            np.testing.assert_allclose(r["nmse"][ok], s["nmse"][ok], rtol=1e-9, atol=1e-20,
+                                       err_msg=where)
+
+
+def check_contract(res, workers, trials):
+    assert res.attrs["format"] == "gcc_mpi/1" and res.complete
+    assert res.attrs["mpi"].startswith("MPICH") and res.attrs["command"].startswith("mpiexec -n")
+    for point in res.points:
+        N = workers[point.index] if isinstance(workers, list) else workers
+        for name, d in point.schemes.items():
+            assert np.array_equal(d["trial"], np.arange(trials))
+            assert d["delay"].shape == d["arrival"].shape == d["used"].shape == (trials, N)
+            assert np.array_equal(np.isfinite(d["arrival"]), d["used"])
+            assert np.all(d["arrival"][d["used"]] >= 0)
+            for key in ("t_encode", "t_scatter", "t_wait", "t_decode", "latency"):
+                assert np.all(np.isfinite(d[key]) & (d[key] >= 0)), (name, key)
+            np.testing.assert_allclose(d["latency"], d["t_encode"] + d["t_scatter"] + d["t_wait"]
+                                       + d["t_decode"], rtol=1e-12)
+            # every result used had arrived when the master stopped waiting
+            last = np.where(d["used"], d["arrival"], 0).max(axis=1)
+            assert np.all(last <= d["t_scatter"] + d["t_wait"] + 1e-9)
+
+
+@needs_mpiexec
+def test_run_n5_writes_the_contract_and_agrees_with_simulate(tmp_path):
+    (tmp_path / "small.toml").write_text(SMALL)
+    # busy waiting (Waitsome, spinning Mprobe) on purpose: the mode auto would not pick here
+    code, out, err = launch(["run", "small.toml", "-o", "run.h5", "--wait", "busy"], tmp_path, 5)
+    assert code == 0, err
+    assert "uncoded" in out and "wrote run.h5" in err and "busy waiting" in err
+    run = read_results(tmp_path / "run.h5")
+    assert parse_job(run.config_toml).config.code.workers == 4  # N = ranks - 1
+    check_contract(run, 4, 3)
+    for d in run.points[1].schemes.values():  # decode.wait = "deadline": nothing 0.3 s late used
+        assert not np.any(d["used"] & (d["delay"] > 0.1))
+    code, _, err = launch(["simulate", "small.toml", "-o", "sim.h5", "-q",
+                           "--set", "code.workers=4"], tmp_path)
+    assert code == 0, err
+    assert_same_as_simulate(run, read_results(tmp_path / "sim.h5"))
+
+
+AGREE = """
+[job]
+name = "agree"
+seed = 5
+trials = 3
+[data]
+source = "gaussian"
+dim = 6
+batch = 3
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 2
+[code]
+schemes = ["uncoded", "bacc", "letcc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 2
+delay = 0.3
+[sweep]
+"code.workers" = [6, 8]
+"""
+
+
+@needs_mpiexec
+def test_run_n9_agrees_with_simulate_and_leaves_extra_ranks_idle(tmp_path):
+    # Ties among the zero-delay workers make replication and lcc stop at an arbitrary one of
+    # several decodable sets, so only schemes whose set the delays fix are compared.
+    (tmp_path / "agree.toml").write_text(AGREE)
+    code, out, err = launch(["run", "agree.toml", "-o", "run.h5", "-q"], tmp_path, 9)
+    assert code == 0, err
+    auto = "polite" if 9 > len(os.sched_getaffinity(0)) else "busy"
+    assert out == "" and f"({auto} waiting)" in err
+    code, _, err = launch(["simulate", "agree.toml", "-o", "sim.h5", "-q"], tmp_path)
+    assert code == 0, err
+    run = read_results(tmp_path / "run.h5")
+    check_contract(run, [6, 8], 3)  # point 0: ranks 7 and 8 idle
+    assert_same_as_simulate(run, read_results(tmp_path / "sim.h5"))
+
+
+SLOW_F = '''
+import os
+import time
+
+import numpy as np
+
+SLOW = {"7", "8"}  # MPI ranks of workers 6 and 7: their f takes 0.2 s (real compute time)
+
+
+def f(X):
+    if os.environ.get("PMI_RANK") in SLOW:
+        time.sleep(0.2)
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+LATE = """
+[job]
+name = "late"
+seed = 7
+trials = 3
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "slow.py:f"
+[code]
+workers = 8
+schemes = ["uncoded", "replication", "bacc", "gcc"]
+[stragglers]
+model = "none"
+[decode]
+stragglers = 2
+"""
+
+
+@needs_mpiexec
+def test_late_results_are_never_used(tmp_path):
+    """Workers 6 and 7 compute for 0.2 s, so every approximate round (and replication) stops
+    without them and their STOP reaches them mid-computation: they reply with a real result
+    anyway, after the master has decoded. Those late results must be discarded, never
+    mistaken for a later round's. Checked by replaying every decode in this process from the
+    recorded used set: a result from another trial would change the nmse."""
+    (tmp_path / "slow.py").write_text(SLOW_F)
+    (tmp_path / "late.toml").write_text(LATE)
+    code, _, err = launch(["run", "late.toml", "-o", "run.h5", "-q"], tmp_path, 9)
+    assert code == 0, err
+    crossed = int(re.search(r"(\d+) crossed a STOP", err).group(1))
+    assert crossed >= 3, err  # the situation was provoked (3 trials x 3 schemes x 2 workers)
+    res = read_results(tmp_path / "run.h5")
+    check_contract(res, 8, 3)
+    job = load_job(tmp_path / "late.toml")
+    setup = PointSetup.build(job.points[0].config, job.base_dir)
+    d = res.points[0].schemes
+    for name in ("replication", "bacc", "gcc"):
+        assert not d[name]["used"][:, 6:].any(), name
+    for t in range(3):
+        X, Y_true, _ = setup.inputs(0, t)
+        for name, code_ in setup.codes.items():
+            X_coded, info = code_.encode(X)
+            received = np.flatnonzero(d[name]["used"][t])
+            rec = decode_and_score(code_, received, setup.target(X_coded[received]), Y_true,
+                                   False, info.get("alpha"))
+            np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=1e-9, atol=1e-20,
+                                       err_msg=f"trial {t}, {name}")
+
+
+BOOM_F = '''
+import os
+
+import numpy as np
+
+
+def f(X):
+    if os.environ.get("PMI_RANK") == "3":
+        raise ValueError("boom on purpose")
+    return np.tanh(X[:, :2])
+'''
+BOOM = """
+[job]
+name = "boom"
+trials = 3
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "boom.py:f"
+[code]
+schemes = ["bacc"]
+[stragglers]
+model = "none"
+"""
+
+
+@needs_mpiexec
+def test_an_exception_on_a_worker_ends_the_job_with_exit_code_1(tmp_path):
+    (tmp_path / "boom.py").write_text(BOOM_F)
+    (tmp_path / "boom.toml").write_text(BOOM)
+    code, _, err = launch(["run", "boom.toml", "-o", "boom.h5"], tmp_path, 5)
+    assert code == 1, err  # MPICH's mpiexec returns the MPI_Abort error code
+    assert "gcc_mpi: rank 3 of 5 on " in err and "failed: ValueError: boom on purpose" in err
+
+
+@needs_mpiexec
+def test_more_workers_than_ranks_is_a_clear_error_on_every_rank(tmp_path):
+    (tmp_path / "small.toml").write_text(SMALL)
+    code, out, err = launch(["run", "small.toml", "--set", "code.workers=8"], tmp_path, 5)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "gcc_mpi: error: code.workers: must be <= ranks - 1 = 4 (rank 0 is the master and 5 "
+        "ranks were started), got 8"]
+    assert not (tmp_path / "results").exists()
+    # the default job needs N >= K = 10: one line naming code.workers, exit 2
+    code, _, err = launch([], tmp_path, 5)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("gcc_mpi: error: code.workers: must be >= data.batch = 10")
+    assert "ranks - 1 = 4" in err
+
+
+def test_a_single_process_says_how_to_launch_and_simulates(tmp_path):
+    (tmp_path / "small.toml").write_text(SMALL)
+    code, out, err = launch(["run", "small.toml", "-o", "one.h5", "-q"], tmp_path)
+    assert code == 0, err
+    assert "mpiexec -n 32 python -m gcc_mpi run small.toml" in err and "simulator" in err
+    assert read_results(tmp_path / "one.h5").attrs["mpi"] == "simulate"
+    code, out, err = launch([], tmp_path)  # no arguments: the default job
+    assert code == 0, err
+    assert "mpiexec -n 32 python -m gcc_mpi`" in err and "gcc" in out
+    assert len(list((tmp_path / "results").glob("default-*.h5"))) == 1
+
+
+# -- the wire format and helpers, no MPI --------------------------------------------------------
+def test_task_messages_and_reply_checks():
+    buf = P.MasterBuffers(4, 5, 2)
+    X_coded = np.arange(15.0).reshape(3, 5)
+    rows = P.fill_tasks(buf.task, 9, 4, 1, np.array([0.0, 0.5, 1.0]), X_coded)
+    assert rows.shape == (3, P.HEADER + 5)
+    assert rows[:, P.KIND].tolist() == [P.TASK] * 3 and rows[1, P.DELAY] == 0.5
+    assert rows[0, [P.SEQ, P.TRIAL, P.POINT, P.DIM, P.OUT]].tolist() == [9, 4, 1, 5, 2]
+    assert np.array_equal(rows[:, P.HEADER:], X_coded)
+    stop = P.fill_control(buf.stop[0], P.STOP, 9, 4)
+    assert stop.shape == (P.HEADER,) and stop[P.KIND] == P.STOP and stop[P.SEQ] == 9
+    reply = np.array([9.0, 4.0, P.DONE, 1.0, 2.0])
+    assert P.check_reply(reply, 9, 4, rank=3) == P.DONE
+    with pytest.raises(P.ProtocolError, match="rank 3 replied for round 8"):
+        P.check_reply(np.array([8.0, 3.0, P.DONE]), 9, 4, rank=3)  # a late reply of round 8
+    with pytest.raises(P.ProtocolError, match="status"):
+        P.check_reply(np.array([9.0, 4.0, 7.0]), 9, 4, rank=3)
+    assert buf.fits(3, 5, 2) and not buf.fits(5, 5, 2) and not buf.fits(3, 6, 2)
+    buf.reply[[1, 2], P.REPLY_HEADER:] = [[1, 2], [3, 4]]
+    assert buf.outputs([2, 1]).tolist() == [[3, 4], [1, 2]] and buf.outputs([]).shape == (0, 2)
+
+
+def test_wait_modes_and_launcher_environment(monkeypatch):
+    class Comm:
+        size = 32
+
+    monkeypatch.delenv("GCC_MPI_WAIT", raising=False)
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
+                "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert launcher_rank() is None
+    monkeypatch.setenv("PMI_RANK", "3")
+    assert launcher_rank() == 3
+    assert resolve_wait("busy", Comm) == "busy"
+    cores = len(os.sched_getaffinity(0))
+    assert resolve_wait(None, Comm) == ("polite" if 32 > cores else "busy")
+    monkeypatch.setenv("MPI_LOCALNRANKS", "1")  # one rank on this node: it has a core
+    assert resolve_wait("auto", Comm) == "busy"
+    monkeypatch.setenv("GCC_MPI_WAIT", "polite")
+    assert resolve_wait(None, Comm) == "polite"
+    monkeypatch.setenv("GCC_MPI_WAIT", "lazy")
+    with pytest.raises(Exception, match="GCC_MPI_WAIT: must be one of auto, busy, polite"):
+        resolve_wait(None, Comm)
+    b = Backoff(1e-6, 4e-6)
+    for expected in (2e-6, 4e-6, 4e-6):
+        b.sleep(limit=0)
+        assert b.t == expected
+    b.reset()
+    assert b.t == 1e-6
