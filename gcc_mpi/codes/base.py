@@ -54,17 +54,20 @@ class LinearCode:
         order = np.argsort(received, kind="stable")
         return self._decode_sorted(received[order], np.asarray(Y)[order], alpha)
 
-    def _decode_sorted(self, received, Y, alpha=None):
+    def decoder(self, received):
+        """What ``decode_matrix`` built for this received set (sorted), from an LRU cache."""
         key = received.tobytes()
         hit = self._cache.get(key)
         if hit is None:
-            hit = self.decode_matrix(received)
-            self._cache[key] = hit
+            hit = self._cache[key] = self.decode_matrix(received)
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(key)
-        D, info = hit
+        return hit
+
+    def _decode_sorted(self, received, Y, alpha=None):
+        D, info = self.decoder(received)
         return D @ Y, info
 
     def shortfall(self, mask):

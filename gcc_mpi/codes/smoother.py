@@ -54,17 +54,18 @@ class KernelSmoother:
             H0 = np.zeros((len(z), self.n))
         return H0, (Kz - H0 @ self.K) @ self.W
 
-    def _lam(self, lam):
+    def effective_lambda(self, lam):
+        """``lam`` raised to the relative floor."""
         return max(float(lam), LAMBDA_FLOOR * self.scale)
 
     def matrix(self, lam):
         """The matrix A with u(z) = A @ y."""
-        return self.H0 + (self.G / (self.s + self._lam(lam))) @ self.W.T
+        return self.H0 + (self.G / (self.s + self.effective_lambda(lam))) @ self.W.T
 
     def apply(self, Y, lam, z=None):
         """u(z) for the columns of Y (n x m), at the smoother's points or at other points z."""
         H0, G = (self.H0, self.G) if z is None else self.evaluator(np.asarray(z, float))
-        return H0 @ Y + G @ ((self.W.T @ Y) / (self.s + self._lam(lam))[:, None])
+        return H0 @ Y + G @ ((self.W.T @ Y) / (self.s + self.effective_lambda(lam))[:, None])
 
     def candidates(self):
         return np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)
@@ -98,4 +99,4 @@ class KernelSmoother:
         """Lambda for the data Y by ``rule``: a number, "gcv" or "loo"."""
         if isinstance(rule, str):
             return getattr(self, rule)(Y)
-        return self._lam(rule)
+        return self.effective_lambda(rule)

@@ -32,7 +32,7 @@ class SmoothingCode(LinearCode):
         self.encoder = KernelSmoother(self.alpha, self.beta, kernel, self.null_dim)
         if not isinstance(self.rule_enc, str):  # a fixed encoder is one matrix for all trials
             self.E = self.encoder.matrix(self.rule_enc)
-            self.lambda_enc = self.encoder._lam(self.rule_enc)
+            self.lambda_enc = self.encoder.effective_lambda(self.rule_enc)
 
     def encode(self, X):
         if self.E is not None:
@@ -40,20 +40,11 @@ class SmoothingCode(LinearCode):
         lam = self.encoder.select(X, self.rule_enc)
         return self.encoder.apply(X, lam), {"lambda_enc": lam}
 
-    def decodable(self, received_mask):
-        return bool(received_mask.any())
-
     def decode_matrix(self, received):
-        return KernelSmoother(self.beta[received], self.alpha, self.kernel, self.null_dim), {}
+        # lambda may depend on the results, so the cached decoder is the smoother, not a matrix
+        return KernelSmoother(self.beta[received], self.alpha, self.kernel, self.null_dim)
 
     def _decode_sorted(self, received, Y, alpha=None):
-        key = received.tobytes()
-        smoother = self._cache.get(key)
-        if smoother is None:
-            smoother = self._cache[key] = self.decode_matrix(received)[0]
-            if len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
+        smoother = self.decoder(received)
         lam = smoother.select(Y, self.rule_dec)
         return smoother.apply(Y, lam, alpha), {"lambda_dec": lam}
