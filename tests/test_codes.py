@@ -201,3 +201,11 @@ def test_decode_is_independent_of_the_order_results_arrive_in():
 
 def test_every_scheme_is_registered():
     assert set(SCHEMES) == {"uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold"}
+
+
+def test_lambda_choice_breaks_ties_toward_less_smoothing():
+    from gcc_mpi.codes.smoother import _smallest_near_min
+
+    lams = np.array([1e-12, 1e-10, 1e-8, 1e-6])
+    assert _smallest_near_min(lams, np.array([2.0, 1.0, 1.0 + 1e-12, 3.0])) == 1e-10
+    assert _smallest_near_min(lams, np.array([5.0, 4.0, 3.0, 1.0])) == 1e-6

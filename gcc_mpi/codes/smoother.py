@@ -23,6 +23,13 @@ LAMBDA_FLOOR = 1e-13
 GRID = np.logspace(-14, 1, 61)
 
 
+def _smallest_near_min(lams, score, rtol=1e-6):
+    """The smallest lambda whose score is within ``rtol`` of the minimum. With few points the
+    score can be flat in lambda, and a plain argmin would then pick by rounding noise; the least
+    smoothing is the right tie-break for noiseless results."""
+    return lams[int(np.argmax(score <= score.min() * (1 + rtol)))]
+
+
 class KernelSmoother:
     """The linear smoother from points ``t`` to evaluation points ``z`` for one kernel."""
 
@@ -78,7 +85,7 @@ class KernelSmoother:
         e = np.sum((self.W.T @ Y) ** 2, axis=1)  # energy of y along each eigenvector
         f = lams[:, None] / (self.s[None, :] + lams[:, None])  # eigenvalues of I - H
         score = self.n * (f**2 @ e) / f.sum(axis=1) ** 2
-        return lams[int(np.argmin(score))]
+        return _smallest_near_min(lams, score)
 
     def loo(self, Y):
         """Lambda minimising the exact leave-one-out error sum_i |r_i / (1 - H_ii)|^2.
@@ -93,7 +100,7 @@ class KernelSmoother:
         C = self.W @ (inv[:, :, None] * (self.W.T @ Y)[None])  # coefficients c per lambda (g, n, m)
         h = inv @ (self.W**2).T  # (g, n): (1 - H_ii) / lam
         score = np.sum((C / h[:, :, None]) ** 2, axis=(1, 2))
-        return lams[int(np.argmin(score))]
+        return _smallest_near_min(lams, score)
 
     def select(self, Y, rule):
         """Lambda for the data Y by ``rule``: a number, "gcv" or "loo"."""
