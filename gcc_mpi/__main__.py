@@ -1,4 +1,4 @@
-"""Command line: ``python -m gcc_mpi [run|simulate|analyze|validate] ...``.
+"""Command line: ``python -m gcc_mpi [run|simulate|analyze|merge|validate] ...``.
 
 This module only parses and dispatches (see README for the commands). Bad input of any kind ends
 with one line on stderr and exit code 2; nothing here imports MPI unless a command needs it.
@@ -30,6 +30,10 @@ def _job_args(p):
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one dotted key, e.g. --set stragglers.count=8 (repeatable)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.add_argument("--point", type=int, metavar="I",
+                   help="run only sweep point I (0-based; one task of a job array); its group "
+                        "keeps the index, and `merge` joins the point files into one "
+                        "(default output: results/<job>-p<I>-<timestamp>.h5)")
 
 
 def build_parser():
@@ -53,6 +57,14 @@ def build_parser():
     an.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     an.add_argument("--rate", metavar="KEY", help="fit the log-log slope of nmse against a swept "
                     "key per scheme (with --json: print {rate, slopes} instead of the rows)")
+    an.add_argument("--plot", metavar="DIR", help="also write the figures (PNG) that apply to the "
+                    "file's sweep into DIR; needs the [plot] extra (matplotlib)")
+    mg = sub.add_parser("merge", help="merge results files of one job (e.g. the point files of a "
+                        "job array) into one file")
+    mg.add_argument("paths", nargs="+", metavar="IN.h5",
+                    help="results files written for the identical job (e.g. its point files)")
+    mg.add_argument("-o", "--output", required=True, metavar="OUT.h5", help="the merged file")
+    mg.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     val = sub.add_parser("validate", help="print the resolved job or a clear error")
     val.add_argument("job", nargs="?")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -66,21 +78,25 @@ def load(args):
     return load_job(args.job, overrides) if args.job else load_default_job(overrides)
 
 
-def default_output(job):
+def default_output(job, point=None):
+    """results/<job>-<timestamp>.h5, or results/<job>-p<I>-<timestamp>.h5 for ``--point I``."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"{job.config.job.name}-{stamp}.h5"
+    part = "" if point is None else f"-p{point}"
+    return Path("results") / f"{job.config.job.name}{part}-{stamp}.h5"
 
 
 def cmd_simulate(args):
     from .analyze import format_table, summarize
+    from .config import select_points
     from .progress import Progress
     from .results import ResultWriter, read_results
     from .simulate import prepare, simulate_job
 
     job = load(args)
-    prepared = prepare(job)
-    out = Path(args.output) if args.output else default_output(job)
-    total = len(job.points) * job.config.job.trials
+    point = getattr(args, "point", None)
+    prepared = prepare(job, select_points(job, point))
+    out = Path(args.output) if args.output else default_output(job, point)
+    total = len(prepared) * job.config.job.trials
     command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
     with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
                       overwrite=args.overwrite) as writer:
@@ -94,13 +110,23 @@ def cmd_simulate(args):
 def cmd_run(args):
     from .runtime import run_command
 
-    return run_command(args, simulate=cmd_simulate, default_output=default_output)
+    return run_command(args, simulate=cmd_simulate,
+                       default_output=lambda job: default_output(job, args.point))
 
 
 def cmd_analyze(args):
     from .analyze import main_analyze
 
-    return main_analyze(args.path, json=args.json, csv=args.csv, rate=args.rate)
+    return main_analyze(args.path, json=args.json, csv=args.csv, rate=args.rate, plot=args.plot)
+
+
+def cmd_merge(args):
+    from .merge import merge
+
+    command = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
+    report = merge(args.paths, args.output, overwrite=args.overwrite, command=command)
+    print(report, file=sys.stderr)
+    return 0
 
 
 def cmd_validate(args):
@@ -117,8 +143,9 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
         if args.command is None:  # the default job over MPI (in the simulator if one process)
             args = build_parser().parse_args(["run"])
+        args.argv = list(argv)
         return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
-                "validate": cmd_validate}[args.command](args)
+                "merge": cmd_merge, "validate": cmd_validate}[args.command](args)
     except JobError as e:
         from .runtime.mpi import launcher_rank
 

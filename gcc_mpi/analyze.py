@@ -1,4 +1,5 @@
-"""Post-processing of a results file: pure functions from a path (or Results) to rows and text.
+"""Post-processing of a results file: pure functions from a path (or Results) to rows and text
+(figures: gcc_mpi.plots, imported only for ``--plot``).
 
 One row per (sweep point, scheme) — the ``analyze --json`` contract of DESIGN.md:
 ``point, scheme, trials, trials_failed, mse, nmse, mse_db, relacc, latency_p50, latency_p99,
@@ -174,9 +175,10 @@ def write_csv(rows, path) -> None:
 def fit_rates(rows, key):
     """Least-squares slope of log10(mean nmse) against log10(value of ``key``) per scheme.
 
-    Returns {scheme: (slope, number of points used)}; points with nmse 0 or no successful
-    trials are left out, and a scheme with fewer than two points gets slope None. Other swept
-    keys must be constant: the rate is only meaningful along one axis.
+    Returns {scheme: (slope, number of points used)}; points with nmse 0, no successful
+    trials or a key value <= 0 (no logarithm) are left out, and a scheme with fewer than two
+    points gets slope None. Other swept keys must be constant: the rate is only meaningful
+    along one axis.
     """
     found = [r for r in rows if key in r["point"]]
     if not found:
@@ -190,7 +192,8 @@ def fit_rates(rows, key):
     rates = {}
     for scheme in dict.fromkeys(r["scheme"] for r in found):
         pts = [(r["point"][key], r["nmse"]) for r in found if r["scheme"] == scheme
-               and r["nmse"] and r["nmse"] > 0 and isinstance(r["point"][key], (int, float))]
+               and r["nmse"] and r["nmse"] > 0 and isinstance(r["point"][key], (int, float))
+               and not isinstance(r["point"][key], bool) and r["point"][key] > 0]
         if len(pts) < 2:
             rates[scheme] = (None, len(pts))
             continue
@@ -207,14 +210,22 @@ def format_rates(rates, key):
     return "\n".join(lines)
 
 
-def main_analyze(path, json=False, csv=None, rate=None) -> int:
-    """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV.
-    Raises JobError if ``path`` is missing or not a gcc_mpi file."""
+def main_analyze(path, json=False, csv=None, rate=None, plot=None) -> int:
+    """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV and
+    the figures (``plot``: a folder; see gcc_mpi.plots). Raises JobError if ``path`` is missing
+    or not a gcc_mpi file, or if ``plot`` is asked for without matplotlib."""
     results = read_results(path)
     rows = summarize(results)
     rates = fit_rates(rows, rate) if rate else None  # a bad key fails before any output
+    if plot:
+        from .plots import plot_all, require_matplotlib
+
+        require_matplotlib()  # a missing extra fails before any output too
     if csv:
         write_csv(rows, csv)
+    if plot:
+        for figure in plot_all(results, plot, rows):
+            print(f"wrote {figure}", file=sys.stderr)
     if json and rate:
         slopes = {k: v[0] for k, v in rates.items()}
         print(_json.dumps({"rate": rate, "slopes": slopes}))

@@ -320,6 +320,20 @@ class Job:
         return p if p.is_absolute() else self.base_dir / p
 
 
+def select_points(job: Job, index: int | None = None) -> list:
+    """The sweep points a run covers: all of them, or only point ``index`` (``--point I``, one
+    task of a job array). The point keeps its index, so its group is ``point_<index>`` and its
+    trials draw the same seeds as in a run of the whole job."""
+    if index is None:
+        return list(job.points)
+    count = len(job.points)
+    if not 0 <= index < count:
+        allowed = "0" if count == 1 else f"0..{count - 1}"
+        raise JobError("--point", f"must be a sweep point index in {allowed} (the job has {count} "
+                                  f"sweep point{'s' if count > 1 else ''}), got {index}")
+    return [job.points[index]]
+
+
 def _plain(v):
     return list(v) if isinstance(v, tuple) else v
 

@@ -25,7 +25,7 @@ from .mpi import Waiter, resolve_wait
 def load_job_for(args, size):
     """The job for a run on ``size`` ranks: code.workers defaults to size - 1 (a value the job
     file or --set gives wins) and may not exceed it."""
-    from ..config import load_default_job, load_job, parse_override
+    from ..config import load_default_job, load_job, parse_override, select_points
 
     overrides = [parse_override(s) for s in args.overrides]
     defaults = {"code.workers": size - 1}
@@ -38,7 +38,7 @@ def load_job_for(args, size):
         message = str(e).removeprefix(f"{e.key}: ")
         raise JobError(e.key, f"{message} (with {size} ranks, code.workers is ranks - 1 = "
                               f"{size - 1} unless the job sets it; start more ranks)") from None
-    most = max(p.config.code.workers for p in job.points)
+    most = max(p.config.code.workers for p in select_points(job, getattr(args, "point", None)))
     if most > size - 1:
         raise JobError("code.workers", f"must be <= ranks - 1 = {size - 1} (rank 0 is the master "
                                        f"and {size} ranks were started), got {most}")
@@ -55,6 +55,7 @@ def main_master(comm, args, default_output):
     from mpi4py import MPI
 
     from ..analyze import format_table, summarize
+    from ..config import select_points
     from ..progress import Progress
     from ..results import ResultWriter, read_results
     from ..simulate import prepare
@@ -63,7 +64,8 @@ def main_master(comm, args, default_output):
     try:
         mode = resolve_wait(args.wait, comm)
         job = load_job_for(args, comm.size)
-        prepared = prepare(job)  # every point's data, model and codes: bad input fails here
+        # every point's data, model and codes (only point I with --point I): bad input fails here
+        prepared = prepare(job, select_points(job, getattr(args, "point", None)))
         out = Path(args.output) if args.output else default_output(job)
         command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
                               *sys.argv[1:]])
@@ -74,14 +76,16 @@ def main_master(comm, args, default_output):
         announce(comm, startup, ("error", str(e)))
         print(f"gcc_mpi: error: {e}", file=sys.stderr)
         return 2
-    shapes = [(setup.dataset.dim, setup.target.output_dim) for _, setup in prepared]
+    shapes = [None] * len(job.points)  # (d, m) of each point run; None: not run (--point)
+    for point, setup in prepared:
+        shapes[point.index] = (setup.dataset.dim, setup.target.output_dim)
     announce(comm, startup, ("ok", job.to_toml(), str(job.base_dir), shapes,
                              MPI.Get_processor_name()))
     ready = np.zeros(comm.size)
     startup.all([comm.Irecv(ready[r:r + 1], source=r, tag=P.SETUP) for r in range(1, comm.size)])
 
     master = Master(comm, MPI, Waiter(MPI, mode))
-    total = len(job.points) * job.config.job.trials
+    total = len(prepared) * job.config.job.trials
     with writer:
         master.run(prepared, writer, Progress(total, quiet=args.quiet))
     if not args.quiet:

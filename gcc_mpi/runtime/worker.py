@@ -43,13 +43,18 @@ def main_worker(comm, args):
 def build_targets(toml_text, base_dir, shapes):
     """f of every sweep point, built before the first trial (points that differ in other keys
     share one object): a point's first TASK should not pay for loading a model.
-    ``shapes``: (input dim d, output dim m) of each point, as the master built them."""
+    ``shapes``: (input dim d, output dim m) of each point, as the master built them, or None
+    for a point this run does not cover (``--point``)."""
     from ..config import parse_job
     from ..targets import target_for
 
     job = parse_job(toml_text, base_dir=base_dir)
     built, targets = {}, []
-    for point, (d, m) in zip(job.points, shapes):
+    for point, shape in zip(job.points, shapes):
+        if shape is None:
+            targets.append(None)
+            continue
+        d, m = shape
         key = (repr(point.config.target), point.config.job.seed, d)
         if key not in built:
             target = target_for(point.config, d, base_dir)

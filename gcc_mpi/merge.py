@@ -1,0 +1,175 @@
+"""Merge results files of one job into one file of the same contract (``python -m gcc_mpi merge``).
+
+The usual inputs are the point files of a job array (``run JOB.toml --point I`` for each I), but
+any split works: by point, or by scheme within a point. Pure functions on paths, in the manner
+of Dedalus' ``tools/post.py``: everything is checked before the output is created —
+
+- every input is a ``gcc_mpi/1`` file written for the identical resolved job (root attribute
+  ``config``), and each of its point groups is a point of that job with that point's parameters;
+- each (point, scheme) comes from one file only: the same one in two files is an error naming
+  both, unless their datasets are identical (the same file given twice, say).
+
+The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
+(so memory holds one of them, not the whole job): root attributes ``config`` and ``format`` as
+the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
+(their distinct values joined by "; "), ``complete`` true only if every input is complete and
+every scheme of every point of the job is present. Points are written in index order with their
+global index (``point_007`` stays ``point_007``), schemes in the job's order.
+"""
+
+import json
+import os
+
+import h5py
+import numpy as np
+
+from .config import parse_job
+from .errors import JobError
+from .results import FORMAT, ResultWriter, point_name
+
+
+def _attr(f, key, default=None):
+    v = f.attrs.get(key, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a.splitlines() + [""], b.splitlines() + [""])):
+        if x != y:
+            return f" (line {i + 1}: {x!r} against {y!r})"
+    return ""
+
+
+def read_scheme(group):
+    """A scheme group's datasets as arrays (strings as str), cut to the shortest length: the
+    rows an interrupted run finished for every dataset."""
+    data = {k: d.asstr()[()] if h5py.check_string_dtype(d.dtype) else d[()]
+            for k, d in group.items() if isinstance(d, h5py.Dataset)}
+    n = min((a.shape[0] for a in data.values()), default=0)
+    return {k: a[:n] for k, a in data.items()}
+
+
+def _same_data(a, b):
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if x.shape != y.shape:
+            return False
+        if x.dtype.kind == "f" and y.dtype.kind == "f":
+            if not np.array_equal(x, y, equal_nan=True):
+                return False
+        elif not np.array_equal(x, y):
+            return False
+    return True
+
+
+def _survey(paths):
+    """Open every input and check it: (config text, job, {(index, scheme): path}, {path: attrs
+    of interest}). Raises JobError naming the file(s) at the first problem."""
+    config = job = None
+    first = None
+    sources = {}      # (index, scheme) -> path it is taken from
+    info = {}         # path -> (complete, mpi)
+    for path in paths:
+        if not os.path.exists(path):
+            raise JobError(path, "no such file")
+        try:
+            f = h5py.File(path, "r")
+        except OSError as e:
+            raise JobError(path, f"not a readable HDF5 file ({e})") from None
+        with f:
+            fmt = _attr(f, "format")
+            if fmt != FORMAT:
+                raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected "
+                                     f"{FORMAT!r})")
+            text = _attr(f, "config", "")
+            if config is None:
+                config, first = text, path
+                try:
+                    job = parse_job(text)
+                except JobError as e:
+                    raise JobError(path, f"its config attribute is not a valid job ({e})") from None
+            elif text != config:
+                raise JobError("merge", f"{path} was written for a different job than {first}"
+                                        f"{_first_difference(text, config)}; merge files of one "
+                                        "job only")
+            info[path] = (bool(f.attrs.get("complete", False)), _attr(f, "mpi", ""))
+            for name, g in f.items():
+                if not (isinstance(g, h5py.Group) and name.startswith("point_")):
+                    continue
+                index = int(g.attrs.get("index", -1))
+                if not 0 <= index < len(job.points) or name != point_name(index):
+                    raise JobError(path, f"group {name} (index {index}) is not a point of its job "
+                                         f"(points 0..{len(job.points) - 1})")
+                params = json.loads(_attr(g, "params_json", "{}"))
+                expected = json.loads(json.dumps(job.points[index].params))
+                if params != expected:
+                    raise JobError(path, f"{name} has parameters {params}, but point {index} of "
+                                         f"its job has {expected}")
+                for scheme, sg in g.items():
+                    other = sources.get((index, scheme))
+                    if other is None:
+                        sources[(index, scheme)] = path
+                        continue
+                    with h5py.File(other, "r") as o:
+                        same = _same_data(read_scheme(sg), read_scheme(o[name][scheme]))
+                    if not same:
+                        raise JobError("merge", f"point {index} {expected}, scheme {scheme!r} is "
+                                                f"in both {other} and {path} with different data; "
+                                                "leave one of them out")
+    return config, job, sources, info
+
+
+def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
+    """Merge the results files ``paths`` into a new file ``out``; returns a one-line report.
+
+    Raises JobError (nothing written) if an input is missing, not ours, of another job, or if two
+    inputs hold different data for one (point, scheme); and if ``out`` exists (unless
+    ``overwrite``) or is one of the inputs.
+    """
+    paths = [os.fspath(p) for p in paths]
+    out = os.fspath(out)
+    if not paths:
+        raise JobError("merge", "no input files")
+    for p in paths:
+        if os.path.exists(p) and os.path.exists(out) and os.path.samefile(p, out):
+            raise JobError("-o", f"{out} is also an input; write the merged file elsewhere")
+    if os.path.exists(out) and not overwrite:
+        raise JobError("-o", f"{out} exists; use --overwrite to replace it")
+    config, job, sources, info = _survey(paths)
+
+    expected = {(p.index, s) for p in job.points for s in p.config.code.schemes}
+    present = set(sources)
+    complete = all(c for c, _ in info.values()) and expected <= present
+    mpi = "; ".join(dict.fromkeys(m for _, m in info.values() if m))
+    files = {}
+    try:
+        writer = ResultWriter(out, config_toml=config, command=command, mpi=mpi,
+                              overwrite=overwrite)
+        with writer:
+            for point in job.points:
+                names = [s for s in point.config.code.schemes if (point.index, s) in present]
+                names += sorted(s for i, s in present if i == point.index and s not in names)
+                if not names:
+                    continue
+                writer.add_point(point.index, point.params)
+                for scheme in names:
+                    path = sources[(point.index, scheme)]
+                    if path not in files:
+                        files[path] = h5py.File(path, "r")
+                    rows = read_scheme(files[path][point_name(point.index)][scheme])
+                    writer.append(point.index, scheme, rows)
+                writer.flush()
+            writer.close(complete=complete)
+    finally:
+        for f in files.values():
+            f.close()
+
+    points = len({i for i, _ in present})
+    missing = sorted(expected - present)
+    state = "complete" if complete else (
+        f"incomplete: {len(missing)} (point, scheme) missing" if missing
+        else "incomplete: an input is incomplete")
+    return (f"merged {len(paths)} file(s) into {out}: {points} of {len(job.points)} point(s), "
+            f"{len(present)} (point, scheme) group(s); {state}")
