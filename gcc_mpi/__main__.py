@@ -44,12 +44,14 @@ def build_parser():
     run.add_argument("--resume", action="store_true",
                      help="append the missing trials to an existing output of the same job")
     run.add_argument("--wait", choices=("auto", "busy", "polite"), default=None,
-                     help="how ranks wait: MPI's blocking calls (busy), or polling with back-off "
-                          "sleeps (polite); auto (default, or $GCC_MPI_WAIT) = polite when a node "
-                          "runs more ranks than it has cores")
+                     help="how ranks wait: polling MPI's tests in a tight loop (busy), or with "
+                          "back-off sleeps (polite); auto (default, or $GCC_MPI_WAIT) = polite "
+                          "when a node runs more ranks than it has cores")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
     sim = sub.add_parser("simulate", help="run a job in one process (no MPI)")
     _job_args(sim)
+    sim.add_argument("--resume", action="store_true",
+                     help="append the missing trials to an existing output of the same job")
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
     an = sub.add_parser("analyze", help="summarise a results file")
     an.add_argument("path")
@@ -91,16 +93,26 @@ def cmd_simulate(args):
     from .progress import Progress
     from .results import ResultWriter, read_results
     from .simulate import prepare, simulate_job
+    from .stopping import Stop, StopFlag
 
+    stop = StopFlag()  # job.time_limit counts from here
     job = load(args)
+    stop.set_limit(job.config.job.time_limit)
     point = getattr(args, "point", None)
     prepared = prepare(job, select_points(job, point))
     out = Path(args.output) if args.output else default_output(job, point)
     total = len(prepared) * job.config.job.trials
     command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
-    with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
-                      overwrite=args.overwrite) as writer:
-        simulate_job(job, writer, prepared, Progress(total, quiet=args.quiet))
+    progress = Progress(total, points=len(prepared), quiet=args.quiet)
+    try:
+        with stop, ResultWriter(
+                out, config_toml=job.to_toml(), command=command, mpi="simulate",
+                overwrite=args.overwrite, resume=getattr(args, "resume", False)) as writer:
+            simulate_job(job, writer, prepared, progress, stop)
+    except Stop as e:  # the file is closed with complete = false and every finished trial
+        print(f"gcc_mpi: {e} after {progress.done} of {total} trials; {out} holds them "
+              "(complete = false): the same command with --resume continues", file=sys.stderr)
+        return e.code
     if not args.quiet:
         print(format_table(summarize(read_results(out))))
     print(f"wrote {out}", file=sys.stderr)

@@ -156,6 +156,7 @@ class JobSection:
     name: str = setting(_text(r"[A-Za-z0-9._-]+", 'a name of letters, digits, ".", "_" and "-"'), "job")
     seed: int = setting(_int(0), 0)
     trials: int = setting(_int(1), 100)
+    time_limit: float | None = setting(_optional(_num(0.0, above=True)))  # seconds; stop cleanly after
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,7 @@ TABLES = {"job": JobSection, "data": DataSection, "target": TargetSection, "code
           "code.gcc-manifold": ManifoldOptions, "stragglers": StragglerSection, "decode": DecodeSection}
 KEYS = {f"{t}.{f.name}": f.metadata["check"] for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
 DEFAULTS = {f"{t}.{f.name}": f.default for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
-NOT_SWEPT = ("job.name", "job.seed")
+NOT_SWEPT = ("job.name", "job.seed", "job.time_limit")
 
 
 def schema() -> list[tuple[str, Any, str]]:
@@ -475,7 +476,7 @@ def _resolve(flat: dict, sweep: dict, explicit: set, source, base_dir) -> Job:
     for k, vs in sweep.items():
         shown = "sweep." + _quote(k)
         if k in NOT_SWEPT:
-            raise JobError(shown, "cannot be swept (one job has one name and one seed); sweep other keys")
+            raise JobError(shown, "cannot be swept (one job has one name, seed and time limit); sweep other keys")
         if not isinstance(vs, (list, tuple)) or not vs:
             raise JobError(shown, f"must be a non-empty list of values, got {_show(vs)}")
         swept[k] = [_checked(k, v, where=" in [sweep]") for v in vs]

@@ -7,17 +7,32 @@ Layout of a results file (format ``gcc_mpi/1``)::
     /point_000/gcc          one group per scheme, datasets along the trial axis:
         trial (T,) int64, failed (T,) bool, reason (T,) str,
         mse nmse relacc t_encode t_scatter t_wait t_decode latency lambda_enc lambda_dec (T,) float64,
-        delay arrival (T, N) float64, used (T, N) bool, and any extra (T, ...) arrays (e.g. alpha).
+        delay arrival (T, N) float64, used (T, N) bool, error (T, N) int8 (erasure codes, see
+        gcc_mpi.erasures), error_text (T,) str, and any extra (T, ...) arrays (e.g. alpha).
 
 Datasets are chunked and resizable along the first axis (``maxshape=(None, ...)``), created on
 the first append. The number of trials done for a scheme is the dataset length; schemes of one
-point may have different lengths if a run was interrupted. Plain dtypes only (no compound
-types), so any HDF5 tool can read the file. This module never imports MPI: the caller (rank 0,
-or the simulator) owns the writer.
+point may have different lengths if a run was interrupted (``align`` cuts them back to the
+common length before a resumed run appends). Plain dtypes only (no compound types), so any HDF5
+tool can read the file. This module never imports MPI: the caller (rank 0, or the simulator)
+owns the writer.
+
+Crash safety (SIGKILL, the out-of-memory killer, hydra ending the job): the writer keeps the
+file in memory (HDF5's core driver) and *commits* it by writing a complete image to
+``<file>.tmp`` and renaming that over the file — an atomic replace. So the file on disk is at
+every moment a whole, closed HDF5 file: the state of the last commit, readable by any tool
+while the job runs and after it is killed, never half-written (a full disk fails the commit and
+leaves the previous one). ``flush`` commits unless the last commit is very recent relative to
+its cost (at most ~5% of the run goes to commits: with files up to a few MB that is after every
+trial); ``close`` always commits. A kill loses at most the trials since the last commit. The
+price is memory: rank 0 holds the whole file. No fsync: this protects against the death of the
+process, not of the machine.
 """
 
 import json
 import os
+import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -28,7 +43,9 @@ from . import __version__
 from .errors import JobError
 
 FORMAT = "gcc_mpi/1"
-_CHUNK_BYTES = 64 * 1024  # target chunk size; rows per chunk clipped to [16, 4096]
+_CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [16, 1024]
+COMMIT_BUDGET = 20        # flush commits once the last commit is older than 20x its cost
+_CORE = dict(driver="core", backing_store=False, block_size=1 << 20)  # the file lives in memory
 _STR = h5py.string_dtype("utf-8")
 _ATTR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
 
@@ -43,7 +60,7 @@ def _as_storable(key, value):
     if a.ndim == 0:
         raise ValueError(f"rows[{key!r}] must have a leading trial axis; got a scalar")
     kind = a.dtype.kind
-    if kind == "b":
+    if kind == "b" or a.dtype == np.int8:  # bool flags, int8 codes (``error``)
         return a
     if kind in "iu":
         return a.astype(np.int64, copy=False)
@@ -73,12 +90,20 @@ class ResultWriter:
         if exists and not (overwrite or resume):
             raise JobError("-o", f"{self.path} exists; use --overwrite or --resume")
         parent = os.path.dirname(self.path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
+        try:
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            raise JobError("-o", f"cannot create the folder of {self.path}: "
+                                 f"{e.strerror or e}") from None
         self._datasets = {}  # (index, scheme) -> {name: h5py.Dataset}
+        self._tmp = self.path + ".tmp"  # left behind only by a kill during a commit
+        if os.path.exists(self._tmp):
+            os.remove(self._tmp)
+        self._last_commit, self._commit_cost = time.monotonic(), 0.0
         if resume and exists:
             try:
-                self._f = h5py.File(self.path, "a")
+                self._f = h5py.File(self.path, "a", **_CORE)
             except OSError as e:
                 raise JobError("--resume", f"cannot open {self.path} as HDF5 ({e})") from None
             try:
@@ -88,7 +113,7 @@ class ResultWriter:
                 raise
             self._f.attrs["complete"] = False
         else:
-            self._f = h5py.File(self.path, "w" if overwrite else "w-", track_order=True)
+            self._f = h5py.File(self.path, "w", track_order=True, **_CORE)
             a = self._f.attrs
             a["format"] = FORMAT
             a["complete"] = False
@@ -97,14 +122,19 @@ class ResultWriter:
             a["command"] = command
             a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             a["mpi"] = mpi
-        self._f.flush()
+        try:
+            self.commit()
+        except OSError as e:
+            self._f.close()
+            raise JobError("-o", f"cannot write {self.path}: {e.strerror or e}") from None
 
     def _check_resumable(self, config_toml):
         fmt = self._f.attrs.get("format")
         if fmt != FORMAT:
             raise JobError("--resume", f"{self.path} is not a {FORMAT} results file "
                                        f"(format {fmt!r})")
-        old = self._f.attrs.get("config", "")
+        old = _resumable_config(self._f.attrs.get("config", ""))
+        config_toml = _resumable_config(config_toml)
         if old != config_toml:
             diff = next(((i, a, b) for i, (a, b) in
                          enumerate(zip(old.splitlines() + [""], config_toml.splitlines() + [""]))
@@ -184,12 +214,30 @@ class ResultWriter:
         dtype = _STR if a.dtype == object else a.dtype
         row_bytes = max(1, int(np.prod(a.shape[1:], dtype=np.int64)) * (16 if a.dtype == object
                                                                          else a.dtype.itemsize))
-        rows = int(np.clip(_CHUNK_BYTES // row_bytes, 16, 4096))
+        rows = int(np.clip(_CHUNK_BYTES // row_bytes, 16, 1024))
         fill = {"f": np.nan, "b": False, "i": 0}.get(a.dtype.kind)
         kw = {} if fill is None else {"fillvalue": fill}
         # a dataset first seen after some trials were written is back-filled (NaN/False/0/"")
         return g.create_dataset(key, shape=(length,) + a.shape[1:], dtype=dtype,
                                 maxshape=(None,) + a.shape[1:], chunks=(rows,) + a.shape[1:], **kw)
+
+    def align(self, index: int, schemes) -> int:
+        """Trials every one of ``schemes`` has for point ``index`` (0 if none), after cutting
+        longer schemes back to that length: a run stopped between two schemes' appends leaves
+        them uneven, and a resumed run must append trial t to every scheme at row t."""
+        n = min((self.trials_done(index, s) for s in schemes), default=0)
+        pname = point_name(index)
+        for scheme in schemes:
+            if pname not in self._f or scheme not in self._f[pname]:
+                continue
+            g = self._f[pname][scheme]
+            for d in g.values():
+                if d.shape[0] > n:
+                    d.resize(n, axis=0)
+            if "trial" in g and not np.array_equal(g["trial"][:n], np.arange(n)):
+                raise JobError("--resume", f"{self.path}: {pname}/{scheme} does not hold trials "
+                                           f"0..{n - 1} in order; it was not written by one job")
+        return n
 
     def trials_done(self, index: int, scheme: str) -> int:
         """Trials recorded for this point and scheme (0 if none): the shortest dataset length."""
@@ -200,15 +248,30 @@ class ResultWriter:
         return min((g[k].shape[0] for k in g), default=0)
 
     # -- lifetime -------------------------------------------------------------------------
-    def flush(self) -> None:
+    def flush(self, force: bool = False) -> None:
+        """Commit the file to disk (see the module notes) unless the last commit is younger
+        than COMMIT_BUDGET times its cost; ``force``: commit now."""
+        if force or time.monotonic() - self._last_commit >= COMMIT_BUDGET * self._commit_cost:
+            self.commit()
+
+    def commit(self) -> None:
+        """Replace the file on disk, atomically, by the writer's current state."""
+        t0 = time.monotonic()
         self._f.flush()
+        image = self._f.id.get_file_image()
+        with open(self._tmp, "wb") as out:
+            out.write(image)
+        os.replace(self._tmp, self.path)
+        self._last_commit = time.monotonic()
+        self._commit_cost = self._last_commit - t0
 
     def close(self, complete: bool) -> None:
-        """Set attr ``complete`` and close the file. Closing twice is a no-op."""
+        """Set attr ``complete``, commit and close the file. Closing twice is a no-op."""
         if not self._f:
             return
         try:
             self._f.attrs["complete"] = bool(complete)
+            self.commit()
         finally:
             self._f.close()
             self._datasets.clear()
@@ -225,6 +288,12 @@ class ResultWriter:
         leaving by an exception (including Ctrl-C) marks it incomplete."""
         self.close(complete=exc_type is None)
         return False
+
+
+def _resumable_config(toml_text):
+    """The job's TOML without the keys a resumed run may change (job.time_limit: how long this
+    run may take, not what it computes)."""
+    return re.sub(r"(?m)^time_limit = .*\n", "", toml_text)
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 from .codes import DecodeError, make_code
 from .config import resolved_lcc_degree, resolved_stragglers
 from .datasets import load_dataset
+from .erasures import evaluate_rows
 from .errors import JobError
 from .stragglers import draw_delays
 from .targets import check_layout, probe, target_for
@@ -51,25 +52,42 @@ class StopRule:
 
     def simulate(self, arrival):
         """(received workers in arrival order, stop time) for arrival times of the active workers."""
+        return self.simulate_erasures(arrival)[:2]
+
+    def simulate_erasures(self, arrival, ok=None):
+        """(received, stop time, erased) when the active workers' results arrive at ``arrival``
+        and only those with ``ok`` (bool per active worker; default all) are usable: the others
+        are erasures, which arrive but do not count. ``erased``: the workers whose erasures
+        arrived before the master stopped waiting (the ones it records), in arrival order."""
         order = np.argsort(arrival, kind="stable")
         times = arrival[order]
-        horizon = len(order) if self.deadline is None else int(np.searchsorted(times, self.deadline, "right"))
-        mask = np.zeros(self.code.N, bool)
         workers = self.code.active[order]
+        good = np.ones(len(order), bool) if ok is None else np.asarray(ok, bool)[order]
+        positions = np.flatnonzero(good)  # where the usable results are in the arrival order
+        g_workers, g_times = workers[positions], times[positions]
+        horizon = len(positions) if self.deadline is None else int(
+            np.searchsorted(g_times, self.deadline, "right"))
+        mask = np.zeros(self.code.N, bool)
         # done() is monotone in the received set, so the first prefix that is done is found by
         # bisection: log2(N) checks instead of N for the exact schemes' decodability test.
         lo, hi = 1, horizon + 1  # hi = "not done within the horizon"
         while lo < hi:
             mid = (lo + hi) // 2
             mask[:] = False
-            mask[workers[:mid]] = True
+            mask[g_workers[:mid]] = True
             if self.done(mask, mid):
                 hi = mid
             else:
                 lo = mid + 1
         if lo <= horizon:
-            return workers[:lo], times[lo - 1]
-        return workers[:horizon], self.deadline if self.deadline is not None else times[-1]
+            received, t_stop, seen = g_workers[:lo], g_times[lo - 1], positions[lo - 1]
+        else:
+            received = g_workers[:horizon]
+            t_stop = (self.deadline if self.deadline is not None
+                      else times[-1] if len(times) else 0.0)
+            seen = int(np.searchsorted(times, t_stop, "right"))
+        erased = workers[:seen][~good[:seen]]
+        return received, t_stop, erased
 
 
 def score(Y_hat, Y_true, classifier):
@@ -100,7 +118,14 @@ def decode_and_score(code, received, Y_received, Y_true, classifier, alpha=None)
 def empty_record(N):
     rec = {k: np.nan for k in FIELDS_FLOAT}
     rec.update(failed=False, reason="", delay=np.full(N, np.nan), arrival=np.full(N, np.nan),
-               used=np.zeros(N, bool))
+               used=np.zeros(N, bool), error=np.zeros(N, np.int8), error_text="")
+    return rec
+
+
+def failed_record(N, delays, reason):
+    """The record of a trial that could not run at all (f failed on its inputs)."""
+    rec = empty_record(N)
+    rec.update(failed=True, reason=reason, delay=delays)
     return rec
 
 
@@ -147,9 +172,24 @@ class PointSetup:
             rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
         return cls(config, dataset, target, codes, rules)
 
-    def inputs(self, point_index, trial_index):
-        """A trial's inputs X (K x d), exact results f(X) and delays (N,)."""
+    def draw(self, point_index, trial_index):
+        """A trial's inputs X (K x d) and delays (N,), from the trial's own seed."""
         data_rng, delay_rng = trial_rngs(self.config.job.seed, point_index, trial_index)
         X = self.dataset.sample(data_rng, self.config.data.batch)
         delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers)
+        return X, delays
+
+    def reference(self, X):
+        """(f(X), "") — the exact results every scheme is scored against — or (None, reason)
+        when f fails on the inputs themselves: then the trial is recorded as failed for every
+        scheme, and no worker computes anything."""
+        Y, codes, texts = evaluate_rows(self.target, X, self.target.output_dim)
+        if not codes.any():
+            return Y, ""
+        k = int(np.flatnonzero(codes)[0])
+        return None, f"f failed on input {k} of the batch itself: {texts[k]}"
+
+    def inputs(self, point_index, trial_index):
+        """A trial's inputs X (K x d), exact results f(X) and delays (N,)."""
+        X, delays = self.draw(point_index, trial_index)
         return X, self.target(X), delays

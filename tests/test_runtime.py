@@ -250,9 +250,11 @@ import os
 import numpy as np
 
 
+if os.environ.get("PMI_RANK") == "3":  # rank 3 cannot even build f: not an erasure
+    raise ValueError("boom on purpose")
+
+
 def f(X):
-    if os.environ.get("PMI_RANK") == "3":
-        raise ValueError("boom on purpose")
     return np.tanh(X[:, :2])
 '''
 BOOM = """
@@ -274,12 +276,14 @@ model = "none"
 
 
 @needs_mpiexec
-def test_an_exception_on_a_worker_ends_the_job_with_exit_code_1(tmp_path):
+def test_an_exception_outside_f_on_a_worker_ends_the_job_with_exit_code_1(tmp_path):
+    """f raising on a worker is an erasure (tests/test_faults.py); any other exception on a
+    rank — here rank 3 failing to import f at start-up — ends the job, naming the rank."""
     (tmp_path / "boom.py").write_text(BOOM_F)
     (tmp_path / "boom.toml").write_text(BOOM)
     code, _, err = launch(["run", "boom.toml", "-o", "boom.h5"], tmp_path, 5)
     assert code == 1, err  # MPICH's mpiexec returns the MPI_Abort error code
-    assert "gcc_mpi: rank 3 of 5 on " in err and "failed: ValueError: boom on purpose" in err
+    assert "gcc_mpi: rank 3 of 5 on " in err and "ValueError: boom on purpose" in err
 
 
 @needs_mpiexec

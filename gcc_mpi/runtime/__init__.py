@@ -2,10 +2,12 @@
 n + 1). Everything that touches MPI lives in this package:
 
 - ``mpi``:      start-up, the abort hook (an exception on any rank ends the job, exit code 1),
-                how a rank waits (busy MPI calls, or polite polling with back-off sleeps);
+                how a rank waits (busy polling, or polite polling with back-off sleeps),
+                hydra's dead-process notice;
 - ``protocol``: the wire format (tags, float64 headers) shared by both sides;
 - ``master``:   the trial loop on rank 0, calling the same trial code as the simulator;
-- ``worker``:   the loop on ranks 1..: sleep the injected delay, compute f, reply.
+- ``worker``:   the loop on ranks 1..: sleep the injected delay, compute f, reply (FAILED
+                with the reason when f fails: an erasure).
 
 ``run_command`` is the ``python -m gcc_mpi run`` entry; importing this package does not
 initialise MPI (``mpi.start`` does, when a run begins).
@@ -17,23 +19,45 @@ from .mpi import WAIT_MODES  # noqa: F401  (no MPI side effect: mpi4py is import
 def run_command(args, *, simulate, default_output):
     """``python -m gcc_mpi run``: the MPI run on every rank, or, started as a single process,
     a hint on how to launch it and the same job in the simulator (``simulate(args)``).
-    Returns the exit code of this rank."""
+    Returns the exit code of this rank.
+
+    Under a launcher every rank first checks the job file and arguments on its own, before MPI
+    starts: a bad job ends every rank at once with exit code 2 (one line, from rank 0). Then
+    SIGTERM/SIGINT and hydra's dead-process notice (SIGUSR1) are caught on every rank."""
     import sys
 
+    from ..stopping import StopFlag
     from . import mpi
 
-    MPI = mpi.start()
-    comm = MPI.COMM_WORLD
-    if comm.size == 1:
-        job = f" {args.job}" if getattr(args, "job", None) else ""
-        print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
-              f"distributed run with `mpiexec -n 32 python -m gcc_mpi{' run' + job if job else ''}`"
-              f" (N = ranks - 1 workers). Running the job in the simulator instead.",
-              file=sys.stderr)
-        return simulate(args)
-    with mpi.abort_on_error(comm):
-        if comm.rank == 0:
-            from .master import main_master
-            return main_master(comm, args, default_output)
-        from .worker import main_worker
-        return main_worker(comm, args)
+    size = mpi.launcher_size()
+    if size is not None and size > 1:
+        from .master import load_job_for
+
+        load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
+        if mpi.launcher_rank() == 0:
+            from . import witness
+
+            witness.start()  # forked before MPI starts: names a rank whose death ends the job
+    with StopFlag() as stop:
+        MPI = mpi.start()
+        # after MPI_Init: replaces MPICH's own SIGUSR1 handler, which reacts to a dead peer
+        # (without fault tolerance built in) by ending this rank as well
+        notice = mpi.FailureNotice().install()
+        comm = MPI.COMM_WORLD
+        if comm.size == 1:
+            job = f" {args.job}" if getattr(args, "job", None) else ""
+            print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
+                  f"distributed run with `mpiexec -n 32 python -m gcc_mpi"
+                  f"{' run' + job if job else ''}` (N = ranks - 1 workers). Running the job in "
+                  "the simulator instead.", file=sys.stderr)
+            return simulate(args)
+        with mpi.abort_on_error(comm):
+            if comm.rank == 0:
+                from .master import main_master
+                code = main_master(comm, args, default_output, stop, notice)
+            else:
+                from .worker import main_worker
+                code = main_worker(comm, args, stop)
+        if notice.count:
+            mpi.exit_without_finalize(code)  # MPI_Finalize would wait for the dead rank forever
+        return code

@@ -1,19 +1,29 @@
-"""MPI start-up, the abort hook, and how a rank waits.
+"""MPI start-up, the abort hook, signals, and how a rank waits.
 
 Waiting is the whole game when ranks outnumber cores: MPICH's blocking calls (Recv, Wait*,
 Probe) spin, so with 32 ranks on 2 cores every idle rank competes with the one that has work.
 ``Waiter`` hides the two ways to wait:
 
-- busy:   MPI's own blocking calls (Waitsome, Waitall, Mprobe) — lowest latency when every rank
+- busy:   spin on Testsome/Testall/Improbe without sleeping — lowest latency when every rank
           has a core to itself;
-- polite: Testsome/Testall/Improbe and, while nothing is ready, ``time.sleep`` with exponential
+- polite: the same tests and, while nothing is ready, ``time.sleep`` with exponential
           back-off (SLEEP_MIN .. a cap) — idle ranks give their core away.
+
+Neither blocks inside MPI: Python runs signal handlers only between bytecodes, so a rank stuck
+in MPI_Waitsome would never notice SIGTERM, nor a peer that died. Every loop calls the waiter's
+``check`` (if set), which may raise to end the wait (a stop request, a dead rank).
 
 ``auto`` (the default) picks polite when this node runs more ranks than it has cores. Override
 with ``--wait busy|polite|auto`` or the environment variable GCC_MPI_WAIT.
+
+Signals: every rank notes SIGTERM and SIGINT (``stopping.StopFlag``; hydra's mpiexec forwards
+both to every rank) and SIGUSR1, which MPICH's hydra sends to the surviving ranks when a process
+of the job died and the job was started with ``mpiexec -disable-auto-cleanup`` (its default
+action would kill them too). Without that option hydra kills every rank itself.
 """
 
 import os
+import signal
 import socket
 import sys
 import time
@@ -33,6 +43,7 @@ IDLE_FIRST = 500e-6    # first sleep of an idle worker: its next TASK is a round
 SLEEP_IDLE = 1e-3      # longest sleep of an idle rank: how late it may notice a new message
 
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 _LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
 
 
@@ -44,6 +55,54 @@ def launcher_rank():
         if value.isdigit():
             return int(value)
     return None
+
+
+def launcher_size():
+    """The number of ranks as the launcher's environment says (None without a launcher)."""
+    for var in _SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+class FailureNotice:
+    """Counts SIGUSR1, hydra's notice that a process of the job died (``install`` on every
+    rank before MPI starts, so that the notice does not kill the rank)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def install(self):
+        if hasattr(signal, "SIGUSR1"):
+            signal.signal(signal.SIGUSR1, self._note)
+        return self
+
+    def _note(self, signum, frame):
+        self.count += 1
+
+
+def exit_without_finalize(code):
+    """End this rank now, skipping MPI_Finalize: after a rank of the job died, Finalize's
+    process-manager barrier would wait for it forever."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def process_gone(pid):
+    """True when process ``pid`` (on this node) no longer runs (gone, or a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return False
 
 
 def start():
@@ -105,67 +164,79 @@ class Backoff:
 
 class Waiter:
     """How one rank waits for requests and messages: ``polite`` (test + back-off sleep) or busy
-    (MPI's blocking calls). ``hi`` caps the polite sleeps of ``some`` (the master's gather)."""
+    (test in a tight loop). ``hi`` caps the polite sleeps of ``some`` (the master's gather).
+    ``check``: called on every turn of a wait; whatever it raises ends the wait."""
 
-    def __init__(self, MPI, mode, hi=SLEEP_GATHER):
+    def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None):
         self.MPI = MPI
         self.mode = mode
         self.polite = mode == "polite"
         self.gather = Backoff(SLEEP_MIN, hi)
         self.idle = Backoff(IDLE_FIRST, SLEEP_IDLE)
+        self.check = check
 
     def some(self, requests, until=None):
         """Indices of requests completed now, in the order MPI reports them; [] once the
         clock (time.perf_counter) passes ``until``; None when no request is active."""
-        Request = self.MPI.Request
-        if not self.polite and until is None:
-            return Request.Waitsome(requests)
+        Testsome = self.MPI.Request.Testsome
         backoff = self.gather
         backoff.reset()
         while True:
-            done = Request.Testsome(requests)
+            done = Testsome(requests)
             if done is None or done:
                 return done
+            if self.check is not None:
+                self.check()
             if until is not None:
                 left = until - time.perf_counter()
                 if left <= 0:
                     return []
                 if self.polite:
                     backoff.sleep(left)
-            else:
+            elif self.polite:
                 backoff.sleep()
 
-    def all(self, requests):
-        """Wait until every request is complete."""
-        Request = self.MPI.Request
-        if not self.polite:
-            Request.Waitall(requests)
-            return
+    def all(self, requests, until=None):
+        """Wait until every request is complete: True, or False once time.perf_counter()
+        passes ``until``."""
+        Testall = self.MPI.Request.Testall
         backoff = self.gather
         backoff.reset()
-        while not Request.Testall(requests):
-            backoff.sleep()
+        while not Testall(requests):
+            if self.check is not None:
+                self.check()
+            if until is not None and time.perf_counter() > until:
+                return False
+            if self.polite:
+                backoff.sleep()
+        return True
 
     def probe(self, comm, source, tag, status):
         """The next matching message (an ``MPI.Message`` to ``Recv``), waiting for it."""
-        if not self.polite:
-            return comm.Mprobe(source, tag, status)
         backoff = self.idle
         backoff.reset()
         while True:
             message = comm.Improbe(source, tag, status)
             if message is not None:
                 return message
-            backoff.sleep()
+            if self.check is not None:
+                self.check()
+            if self.polite:
+                backoff.sleep()
 
-    def recv_object(self, comm, source, tag):
-        """A pickled message (start-up only), waited for like ``probe``."""
+    def recv_object(self, comm, source, tag, until=None):
+        """A pickled message (start-up, errors), waited for politely like ``probe``; None
+        once time.perf_counter() passes ``until``."""
         backoff = self.idle
         backoff.reset()
         while True:
             message = comm.improbe(source, tag)  # lowercase: sized for the pickle
             if message is not None:
                 return message.recv()
+            if self.check is not None:
+                self.check()
+            if until is not None and time.perf_counter() > until:
+                return None
             backoff.sleep()
 
 
@@ -178,19 +249,24 @@ def abort_on_error(comm):
     """Run a rank's part of the job; any exception ends the whole job instead of leaving the
     other ranks waiting for this one: its message on stderr (naming the rank), then
     MPI_Abort — exit code 2 for a JobError on rank 0 (bad job input found late), else 1."""
+    from . import witness
+
     try:
         yield
     except KeyboardInterrupt:
         if comm.rank == 0:
+            witness.done()
             print("gcc_mpi: interrupted", file=sys.stderr, flush=True)
         comm.Abort(1)
     except JobError as e:
         if comm.rank == 0:
+            witness.done()
             print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
             comm.Abort(2)
         _report(comm, e)
         comm.Abort(1)
     except BaseException as e:  # noqa: BLE001 - anything else is this rank failing
+        witness.done()
         _report(comm, e)
         comm.Abort(1)
 

@@ -13,31 +13,58 @@ looking for a STOP of its round (small sleeps with back-off), so a straggler who
 longer needed replies CANCELLED at once instead of finishing its sleep. A STOP that comes after
 the worker already replied (it crossed the reply on the wire) is ignored: every TASK gets
 exactly one reply.
+
+If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (after an ERROR
+message saying why) and goes on: the master counts that result as an erasure.
+
+SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: rank 0
+stops the round and sends EXIT, and the worker leaves as usual. Only if no EXIT comes within
+WORKER_GRACE seconds of the signal (rank 0 gone or stuck) does the worker end the job itself.
 """
 
+import os
+import signal
 import time
 
 import numpy as np
 
+from ..erasures import evaluate_row
 from . import protocol as P
+from . import witness
 from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, resolve_wait
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
+WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
 
 
-def main_worker(comm, args):
+def main_worker(comm, args, stop=None):
     from mpi4py import MPI
 
-    message = Waiter(MPI, "polite").recv_object(comm, 0, P.SETUP)
+    check = None if stop is None else _grace_check(stop)
+    message = Waiter(MPI, "polite", check=check).recv_object(comm, 0, P.SETUP)
     if message[0] != "ok":
         return 2  # rank 0 reported the bad input
-    _, toml_text, base_dir, shapes, master_host = message
+    _, toml_text, base_dir, shapes, master_host, master_pid = message
     targets = build_targets(toml_text, base_dir, shapes)
-    # READY: the first trial starts once every worker can compute (and the reply path is open)
-    Waiter(MPI, "polite").all([comm.Isend(np.ones(1), dest=0, tag=P.SETUP)])
-    Worker(comm, MPI, Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE), targets,
-           shared_clock=MPI.Get_processor_name() == master_host).serve()
+    host = MPI.Get_processor_name()
+    same_node = host == master_host
+    # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
+    attendance = witness.attend(master_pid, comm.rank) if same_node else None  # noqa: F841
+    # READY (pid, host): the first trial starts once every worker can compute
+    Waiter(MPI, "polite", check=check).all([comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
+    waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE, check=check)
+    Worker(comm, MPI, waiter, targets, shared_clock=same_node).serve()
     return 0
+
+
+def _grace_check(stop):
+    """A waiter check that ends this worker WORKER_GRACE s after a signal if no EXIT came."""
+    def check():
+        if stop.signum is not None and time.monotonic() - stop.since > WORKER_GRACE:
+            name = signal.Signals(stop.signum).name
+            raise RuntimeError(f"no EXIT from rank 0 within {WORKER_GRACE:g} s of {name}; "
+                               "ending the job")
+    return check
 
 
 def build_targets(toml_text, base_dir, shapes):
@@ -76,6 +103,7 @@ class Worker:
         self.reply = np.empty(P.REPLY_HEADER + 16)
         self.delay_backoff = Backoff(SLEEP_MIN, SLEEP_TASK)
         self.ignored_stops = 0
+        self.failures = 0  # erasures: f raised or returned NaN/inf or the wrong shape
 
     def serve(self):
         """Handle CTRL messages until EXIT."""
@@ -106,21 +134,26 @@ class Worker:
             raise P.ProtocolError(f"TASK of round {seq:.0f} has {count} values, expected "
                                   f"{P.HEADER} + {d}")
         target = self.targets[int(point)]
+        requests = []
         if self.sleep_until((sent if self.shared_clock else t_received) + delay, seq):
             reply = self.reply[:P.REPLY_HEADER]
             reply[:] = seq, trial, P.CANCELLED
         else:
-            y = target(ctrl[P.HEADER:count].reshape(1, d))
-            if y.shape != (1, m):
-                raise P.ProtocolError(f"f returned shape {y.shape}, the master expects (1, {m})")
-            if self.reply.size < P.REPLY_HEADER + m:
-                self.reply = np.empty(P.REPLY_HEADER + m)
-            reply = self.reply[:P.REPLY_HEADER + m]
-            reply[:P.REPLY_HEADER] = seq, trial, P.DONE
-            reply[P.REPLY_HEADER:] = y[0]
-        request = self.comm.Isend(reply, dest=0, tag=P.REPLY)
-        if not request.Test():  # small replies are usually sent at once
-            self.waiter.all([request])
+            y, code, text = evaluate_row(target, ctrl[P.HEADER:count], m)
+            if y is None:  # an erasure: say why (pickled, failure path only), then FAILED
+                self.failures += 1
+                requests.append(self.comm.isend((seq, trial, code, text), dest=0, tag=P.ERROR))
+                reply = self.reply[:P.REPLY_HEADER]
+                reply[:] = seq, trial, P.FAILED
+            else:
+                if self.reply.size < P.REPLY_HEADER + m:
+                    self.reply = np.empty(P.REPLY_HEADER + m)
+                reply = self.reply[:P.REPLY_HEADER + m]
+                reply[:P.REPLY_HEADER] = seq, trial, P.DONE
+                reply[P.REPLY_HEADER:] = y
+        requests.append(self.comm.Isend(reply, dest=0, tag=P.REPLY))
+        if not self.MPI.Request.Testall(requests):  # small replies are usually sent at once
+            self.waiter.all(requests)
 
     def sleep_until(self, deadline, seq):
         """Sleep until time.monotonic() reaches ``deadline``, looking for a STOP of round
@@ -144,5 +177,7 @@ class Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
+            if self.waiter.check is not None:
+                self.waiter.check()
             if polite:
                 backoff.sleep(left)

@@ -1,0 +1,143 @@
+"""Rank 0's witness: says which rank died when hydra ends the job for it.
+
+MPICH's hydra SIGKILLs every rank as soon as one of them dies by a signal — with or without
+``mpiexec -disable-auto-cleanup`` (its proxy does so whenever it reaps a child that a signal
+killed) — so rank 0 gets no chance to say which rank it was, and hydra's own "BAD TERMINATION"
+message names *a* process that ended, often one it killed itself.
+
+So rank 0 forks, before MPI starts, a small witness process in a session of its own (hydra
+kills process groups: the witness outlives them). It listens on an abstract Unix socket named
+after rank 0's pid; every worker on rank 0's node connects at start-up and says its rank, and
+rank 0 keeps a pipe to it. A process's sockets and pipes close when it dies, before hydra even
+notices (hydra reacts to the same close of its own socket), so the first connection to close is
+the rank that died first. Unless rank 0 said ``done`` before (it ends the job itself: normal
+end, a stop, an abort), the witness then prints which rank that was to rank 0's stderr — hydra
+forwards it — and exits. Ranks on other nodes are not watched. Linux only (abstract sockets);
+elsewhere there is no witness.
+"""
+
+import os
+import select
+import socket
+import sys
+import time
+
+_current = None
+_ADDRESS = "\0gcc_mpi-witness-{pid}"
+
+
+class Witness:
+    """Rank 0's end of the pipe to the witness process."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, line):
+        try:
+            os.write(self.fd, (line + "\n").encode())
+        except OSError:  # the witness is gone: nothing to tell
+            pass
+
+
+def start():
+    """Fork the witness (rank 0, before MPI starts); its handle, or None where unsupported."""
+    global _current
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(_ADDRESS.format(pid=os.getpid()))
+        listener.listen(1024)
+    except OSError:
+        return None
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:  # the witness
+        try:
+            os.setsid()  # out of rank 0's process group: hydra's kill(-pgid) does not reach it
+            os.close(write)
+            pmi_fd = os.environ.get("PMI_FD", "")
+            if pmi_fd.isdigit():
+                os.close(int(pmi_fd))  # rank 0's process-manager socket stays rank 0's alone
+            _witness(read, listener)
+        finally:
+            os._exit(0)
+    os.close(read)
+    listener.close()
+    _current = Witness(write)
+    return _current
+
+
+def results_file(path):
+    """Tell the witness where the results go (named in its message)."""
+    if _current is not None:
+        _current.send(f"file {path}")
+
+
+def done():
+    """Tell the witness (if any) that rank 0 ends the job itself: it says nothing."""
+    if _current is not None:
+        _current.send("done")
+
+
+def attend(master_pid, rank):
+    """On a worker on rank 0's node: connect to the witness and say who this is. The socket
+    is kept open until the process ends (returned; None if there is no witness)."""
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(_ADDRESS.format(pid=master_pid))
+        s.sendall(f"{rank}\n".encode())
+        return s
+    except OSError:
+        return None
+
+
+def _witness(pipe, listener):
+    ranks = {}         # connection -> rank (None until it said)
+    first = None       # the ranks whose connections closed at the first wake-up with a close
+    path, quiet, buffer, alive = None, False, b"", True
+    while alive:  # until rank 0 is gone: if it outlives a worker, it reports that itself
+        ready, _, _ = select.select([pipe, listener, *ranks], [], [])
+        closed = []
+        for r in ready:
+            if r is listener:
+                conn, _ = listener.accept()
+                ranks[conn] = None
+            elif r is pipe:
+                data = os.read(pipe, 4096)
+                if not data:
+                    closed.append(0)
+                    alive = False
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    word, _, rest = line.decode().partition(" ")
+                    if word == "file":
+                        path = rest
+                    elif word == "done":
+                        quiet = True
+            else:
+                data = r.recv(64)
+                if data and ranks[r] is None:
+                    ranks[r] = int(data.split()[0])
+                elif not data:
+                    closed.append(ranks.pop(r))
+                    r.close()
+        if closed and first is None:
+            first = sorted(r for r in closed if r is not None)
+    if quiet:
+        return
+    where = f"{path} keeps" if path else "the results file keeps"
+    if first == [0]:
+        who = "rank 0 ended before the job did"
+    elif len(first) == 1:
+        who = f"rank {first[0]} (worker {first[0] - 1}) died first and the job ended with it"
+    else:
+        who = (f"ranks {', '.join(map(str, first))} ended at the same moment, one of them "
+               "first, and the job ended with them")
+    time.sleep(0.2)  # after hydra's own report
+    sys.stderr.write(f"gcc_mpi: {who} (seen by rank 0's witness process); {where} every trial "
+                     "committed before (complete = false): the same command with --resume "
+                     "continues\n")
+    sys.stderr.flush()

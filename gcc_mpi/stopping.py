@@ -1,0 +1,82 @@
+"""Stopping a job cleanly: SIGTERM (SLURM's time limit, scancel), SIGINT (Ctrl-C) and the job's
+own deadline ``job.time_limit``. No MPI here: the simulator and the MPI runtime share it.
+
+The signal handlers only take note; the trial loops call ``check()``, which raises ``Stop`` at a
+point where the state is clean (between trials in the simulator; in the MPI master also while
+it waits for results, so a round with long delays is abandoned at once). Whoever catches
+``Stop`` keeps every finished trial, closes the file with ``complete = false`` and exits with
+``Stop.code``; ``--resume`` continues from there. A second Ctrl-C raises KeyboardInterrupt
+immediately (the hard way out).
+
+Exit codes: 143 (128 + SIGTERM), 130 (128 + SIGINT), 124 when job.time_limit is reached (as
+timeout(1)).
+"""
+
+import signal
+import threading
+import time
+
+TIME_LIMIT_CODE = 124
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Stop(Exception):
+    """The job was asked to stop; ``code`` is the exit code it should end with."""
+
+    def __init__(self, why, code):
+        super().__init__(why)
+        self.code = code
+
+
+class StopFlag:
+    """Notes SIGTERM/SIGINT (installed by ``with``) and the job's deadline.
+
+    ``time_limit``: seconds from construction (None: no limit). ``signum`` and ``since`` say
+    which signal came first and when (time.monotonic()).
+    """
+
+    def __init__(self, time_limit=None):
+        self.start = time.monotonic()
+        self.set_limit(time_limit)
+        self.signum = None
+        self.since = None
+        self._old = {}
+
+    def set_limit(self, time_limit):
+        """Stop ``time_limit`` seconds after this flag was made (None: never)."""
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else self.start + time_limit
+
+    # -- handlers --------------------------------------------------------------------------
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in SIGNALS:
+                self._old[s] = signal.signal(s, self._note)
+        return self
+
+    def __exit__(self, *exc):
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        self._old.clear()
+        return False
+
+    def _note(self, signum, frame):
+        if self.signum is None:
+            self.signum, self.since = signum, time.monotonic()
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt  # Ctrl-C twice: stop now, however it ends
+
+    # -- checks ----------------------------------------------------------------------------
+    @property
+    def requested(self):
+        """A signal came or the deadline passed (no exception)."""
+        return self.signum is not None or (self.deadline is not None
+                                           and time.monotonic() > self.deadline)
+
+    def check(self):
+        """Raise Stop if a signal came or the deadline passed."""
+        if self.signum is not None:
+            name = signal.Signals(self.signum).name
+            raise Stop(f"stopped by {name}", 128 + self.signum)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise Stop(f"stopped at job.time_limit = {self.time_limit:g} s", TIME_LIMIT_CODE)

@@ -1,0 +1,680 @@
+"""Reliability: faults during a run, stops and resumes, kills, and bad input — nothing lost, never
+a hang.
+
+Every launch is a subprocess in its own session with a timeout; on timeout its whole process
+group is killed and the test fails. Nothing here asserts on wall-clock time: runs are
+interrupted when a marker (f's call log, or the results file itself) shows they are under way.
+"""
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gcc_mpi.__main__ import main
+from gcc_mpi.codes import make_code
+from gcc_mpi.erasures import LOST, NONFINITE, RAISED, SHAPE, evaluate_rows, summary
+from gcc_mpi.errors import JobError
+from gcc_mpi.progress import Progress
+from gcc_mpi.results import ResultWriter, read_results
+from gcc_mpi.trial import StopRule
+
+TIMEOUT = 120  # seconds per launch (a guard against hangs, not a measurement)
+TIMING = {"t_encode", "t_scatter", "t_wait", "t_decode", "latency", "arrival"}
+
+
+def _find_mpiexec():
+    near = Path(sys.executable).with_name("mpiexec")  # the mpich wheel's, next to this python
+    return str(near) if near.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _find_mpiexec()
+needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+class Launch:
+    """`[mpiexec [options] -n ranks] python -m gcc_mpi ARGS` in its own session; output goes to
+    files so that a test can read stderr while the job runs."""
+
+    def __init__(self, args, cwd, ranks=None, mpiexec_options=(), env=None, name="job"):
+        cmd = [sys.executable, "-m", "gcc_mpi", *args]
+        if ranks is not None:
+            cmd = [MPIEXEC, *mpiexec_options, "-n", str(ranks), *cmd]
+        full_env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
+        full_env.update(OPENBLAS_NUM_THREADS="1", **(env or {}))
+        self.out_path, self.err_path = cwd / f"{name}.out", cwd / f"{name}.err"
+        self.cmd = " ".join(cmd)
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=err,
+                                         start_new_session=True)
+        self.deadline = time.monotonic() + TIMEOUT
+
+    def err(self):
+        return self.err_path.read_text()
+
+    def signal(self, signum):
+        self.proc.send_signal(signum)
+
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def wait_for(self, predicate, what):
+        """Poll until predicate() holds; the job still running (else the test fails)."""
+        while not predicate():
+            if self.proc.poll() is not None:
+                pytest.fail(f"{self.cmd} ended (code {self.proc.returncode}) before {what}\n"
+                            f"{self.err()[-3000:]}")
+            if time.monotonic() > self.deadline:
+                self.kill()
+                pytest.fail(f"{self.cmd}: no {what} within {TIMEOUT} s\n{self.err()[-3000:]}")
+            time.sleep(0.02)
+
+    def wait(self):
+        """(exit code, stdout, stderr) once the job ends; kills it and fails on timeout."""
+        try:
+            self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"{self.cmd} did not finish in {TIMEOUT} s\n{self.err()[-3000:]}")
+        time.sleep(0.3)  # rank 0's witness may still be writing its last line
+        return self.proc.returncode, self.out_path.read_text(), self.err()
+
+
+def run(args, cwd, ranks=None, **kw):
+    return Launch(args, cwd, ranks, **kw).wait()
+
+
+def lines(path):
+    try:
+        return len(Path(path).read_text().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
+def trials_in(path):
+    """Trials every scheme of point 0 holds in the file on disk (0 if unreadable yet)."""
+    try:
+        d = read_results(path).points[0].schemes
+    except (JobError, IndexError, OSError):
+        return 0
+    return min((len(v["trial"]) for v in d.values()), default=0)
+
+
+def assert_consistent(res, at_most):
+    """Every scheme of every point holds trials 0..n-1 in order, n <= at_most, rows aligned."""
+    for point in res.points:
+        lengths = {name: len(d["trial"]) for name, d in point.schemes.items()}
+        assert len(set(lengths.values())) == 1, lengths
+        for d in point.schemes.values():
+            n = len(d["trial"])
+            assert n <= at_most and np.array_equal(d["trial"], np.arange(n))
+            assert all(len(v) == n for v in d.values())
+            assert np.all(np.isfinite(d["nmse"][~d["failed"]]))
+
+
+def assert_same_results(a, b):
+    """Identical datasets but for timings (same seeds: a resumed run equals an uninterrupted
+    one)."""
+    assert a.complete and b.complete
+    assert [p.params for p in a.points] == [p.params for p in b.points]
+    for pa, pb in zip(a.points, b.points):
+        assert list(pa.schemes) == list(pb.schemes)
+        for name, da in pa.schemes.items():
+            db = pb.schemes[name]
+            assert set(da) == set(db), name
+            for key in set(da) - TIMING:
+                assert np.array_equal(da[key], db[key], equal_nan=da[key].dtype.kind == "f"), \
+                    (name, key)
+
+
+def write(tmp_path, **files):
+    for name, text in files.items():
+        (tmp_path / name.replace("_", ".", name.count("_") and 1)).write_text(text)
+
+
+# -- jobs and targets -----------------------------------------------------------------------
+BAD_F = '''
+import os
+
+import numpy as np
+
+RANK = os.environ.get("PMI_RANK")
+
+
+def f(X):
+    if RANK == "3":
+        raise ValueError("boom on purpose")
+    Y = X[:, :2] ** 2
+    if RANK == "4":
+        Y[0, 1] = np.nan
+    if RANK == "5":
+        return Y[:, :1]
+    return Y
+
+
+f.degree = 2
+'''
+BAD = """
+[job]
+name = "bad"
+trials = 3
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "bad.py:f"
+[code]
+schemes = ["uncoded", "lcc", "bacc", "gcc"]
+[code.lcc]
+degree = 2
+[stragglers]
+model = "none"
+[decode]
+stragglers = 0
+"""
+
+FLAKY_F = '''
+import numpy as np
+
+
+def f(X):
+    """Fails on some inputs, the same on every rank: raises if a row has x0 > 0.9, NaN rows
+    where x1 > 0.9."""
+    if np.any(X[:, 0] > 0.9):
+        raise ValueError("x0 > 0.9")
+    Y = np.column_stack([np.tanh(X).sum(1), (X ** 2).sum(1)])
+    Y[X[:, 1] > 0.9] = np.nan
+    return Y
+'''
+FLAKY = """
+[job]
+name = "flaky"
+seed = 5
+trials = 10
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "flaky.py:f"
+[code]
+workers = 8
+schemes = ["uncoded", "bacc", "gcc"]
+[stragglers]
+model = "none"
+[decode]
+stragglers = 0
+"""
+
+# f logs every call (the marker that a run is under way); DIE on rank DIE_RANK at call DIE_AT
+SLOW_F = '''
+import os
+import signal
+import time
+
+import numpy as np
+
+calls = 0
+
+
+def f(X):
+    global calls
+    calls += 1
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.log"), "a") as log:
+        log.write("x\\n")
+    die = os.environ.get("DIE_RANK")
+    if die and os.environ.get("PMI_RANK") == die and calls == int(os.environ["DIE_AT"]):
+        if os.environ.get("DIE_HOW") == "exit":
+            os._exit(3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(float(os.environ.get("SLOW", "0")))
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+SLOW = """
+[job]
+name = "slow"
+seed = 4
+trials = 40
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "slow.py:f"
+[code]
+schemes = ["uncoded", "bacc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 1
+delay = 0.05
+"""
+
+
+# -- faults during a run ----------------------------------------------------------------------
+@needs_mpiexec
+def test_worker_exception_nan_and_wrong_shape_are_erasures(tmp_path):
+    """Rank 3's f raises, rank 4's returns NaN, rank 5's the wrong shape: each result is an
+    erasure recorded per worker and trial, bacc and gcc decode from the rest, lcc (needs 5 of
+    6) and uncoded (needs worker 2) fail with the reason, and the job completes."""
+    write(tmp_path, bad_py=BAD_F, bad_toml=BAD)
+    code, out, err = run(["run", "bad.toml", "-o", "bad.h5", "-q"], tmp_path, ranks=7)
+    assert code == 0, err
+    assert "9 erasures" not in err and "erasures (f failed on a worker)" in err
+    res = read_results(tmp_path / "bad.h5")
+    assert res.complete
+    d = res.points[0].schemes
+    for name in ("lcc", "bacc", "gcc"):
+        expected = np.tile([0, 0, RAISED, NONFINITE, SHAPE, 0], (3, 1))
+        assert np.array_equal(d[name]["error"], expected)
+        assert not d[name]["used"][:, 2:5].any() and d[name]["used"][:, [0, 1, 5]].all()
+        assert list(d[name]["error_text"]) == [
+            "worker 2: ValueError: boom on purpose; worker 3: returned NaN or inf; "
+            "worker 4: returned shape (1, 1), expected (1, 2)"] * 3
+    assert d["uncoded"]["error"][:, 2].tolist() == [RAISED] * 3  # uncoded uses workers 0..2
+    assert d["uncoded"]["failed"].all() and not d["bacc"]["failed"].any()
+    assert all(r == "uncoded needs all 3 results, got 2" for r in d["uncoded"]["reason"])
+    assert d["lcc"]["failed"].all() and all("got 3" in r for r in d["lcc"]["reason"])
+    assert not d["gcc"]["failed"].any() and np.all(d["gcc"]["nmse"] < 1)
+    code, out, _ = run(["analyze", "bad.h5", "--json"], tmp_path)
+    failed = {r["scheme"]: r["trials_failed"] for r in __import__("json").loads(out)}
+    assert failed == {"uncoded": 3, "lcc": 3, "bacc": 0, "gcc": 0}
+
+
+@needs_mpiexec
+def test_erasures_and_failed_references_agree_with_the_simulator(tmp_path):
+    """f fails on some inputs (raises, or NaN rows) the same way on every rank: the MPI run
+    and the simulator record the same erasures, used sets and failed trials (f failing on the
+    batch itself fails the trial for every scheme)."""
+    write(tmp_path, flaky_py=FLAKY_F, flaky_toml=FLAKY)
+    code, _, err = run(["run", "flaky.toml", "-o", "run.h5", "-q"], tmp_path, ranks=9)
+    assert code == 0, err
+    assert main(["simulate", str(tmp_path / "flaky.toml"), "-o", str(tmp_path / "sim.h5"),
+                 "-q"]) == 0
+    r, s = (read_results(tmp_path / f).points[0].schemes for f in ("run.h5", "sim.h5"))
+    for name in r:
+        for key in ("error", "error_text", "used", "failed", "reason"):
+            assert np.array_equal(r[name][key], s[name][key]), (name, key)
+        ok = ~r[name]["failed"]
+        np.testing.assert_allclose(r[name]["nmse"][ok], s[name]["nmse"][ok], rtol=1e-9)
+    # the situation was provoked: erasures of both kinds in trials that decoded, and a trial
+    # whose own inputs make f fail
+    codes = set(np.unique(r["bacc"]["error"][~r["bacc"]["failed"]]))
+    assert {RAISED, NONFINITE} <= codes
+    assert any(x.startswith("f failed on input") for x in r["gcc"]["reason"])
+
+
+@needs_mpiexec
+def test_a_killed_worker_ends_the_job_naming_it_and_keeps_every_finished_trial(tmp_path):
+    """SIGKILL of rank 3 mid-job: MPICH's hydra kills every rank at once (it does so for any
+    rank a signal killed); rank 0's witness process names rank 3, and the file holds every
+    trial committed before, complete = false."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q"], tmp_path, ranks=5,
+                       env={"DIE_RANK": "3", "DIE_AT": "12"})
+    assert code != 0, err
+    said = re.search(r"gcc_mpi: ranks? ([\d, ]+)(?: \(worker \d+\))? (died first|ended at)", err)
+    assert said and "3" in said.group(1).split(", "), err  # alone, or among those ended at once
+    res = read_results(tmp_path / "slow.h5")
+    assert not res.complete
+    assert_consistent(res, at_most=39)
+    assert trials_in(tmp_path / "slow.h5") >= 1
+
+
+@needs_mpiexec
+def test_a_worker_that_exits_under_disable_auto_cleanup_is_a_permanent_straggler(tmp_path):
+    """A worker that ends without a signal (here os._exit(3) in f) under
+    `mpiexec -disable-auto-cleanup`: hydra notifies the others (SIGUSR1), rank 0 names the dead
+    rank, never sends it a task again (error code 4) and the job completes."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8"],
+                       tmp_path, ranks=5, mpiexec_options=["-disable-auto-cleanup"],
+                       env={"DIE_RANK": "3", "DIE_AT": "5", "DIE_HOW": "exit"})
+    assert code == 3, err  # hydra returns the dead rank's exit code
+    died = re.search(r"gcc_mpi: rank 3 \(worker 2, pid \d+\) died during trial (\d+)", err)
+    assert died, err
+    res = read_results(tmp_path / "slow.h5")
+    assert res.complete
+    assert_consistent(res, at_most=8)
+    t = int(died.group(1))
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 8
+        assert (d["error"][t + 1:, 2] == LOST).all() and not d["used"][t + 1:, 2].any(), name
+        assert "rank 3 died" in d["error_text"][-1]
+    assert not res.points[0].schemes["bacc"]["failed"].any()  # decoded from the other three
+
+
+@needs_mpiexec
+def test_sigterm_stops_cleanly_and_resume_equals_an_uninterrupted_run(tmp_path):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    sets = ["-q", "--set", "job.trials=24"]
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", *sets], tmp_path, ranks=5)
+    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 40, "40 calls of f")
+    job.signal(signal.SIGTERM)  # to mpiexec, which forwards it to every rank
+    code, _, err = job.wait()
+    assert code == 143, err
+    assert re.search(r"gcc_mpi: stopped by SIGTERM after \d+ of 24 trials; cut.h5 holds them "
+                     r"\(complete = false\)", err), err
+    assert "witness" not in err  # rank 0 ended the job itself
+    cut = read_results(tmp_path / "cut.h5")
+    assert not cut.complete
+    assert_consistent(cut, at_most=23)
+    assert trials_in(tmp_path / "cut.h5") >= 1
+    code, _, err = run(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path, ranks=5)
+    assert code == 0, err
+    code, _, err = run(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
+    assert code == 0, err
+    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+
+
+@needs_mpiexec
+def test_sigkill_of_rank_0_leaves_a_readable_file_with_every_committed_trial(tmp_path):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    job = Launch(["run", "slow.toml", "-o", "k.h5", "-q"], tmp_path, ranks=5)
+    job.wait_for(lambda: trials_in(tmp_path / "k.h5") >= 3, "3 trials in the file")
+    before = trials_in(tmp_path / "k.h5")  # the live file is readable while it is written
+    rank0 = int(re.search(r"ranks 0-4 = pids (\d+)", job.err()).group(1))
+    os.kill(rank0, signal.SIGKILL)
+    code, _, err = job.wait()
+    assert code != 0
+    # alone, or among the ranks whose ends the witness saw at once (hydra kills fast)
+    said = re.search(r"gcc_mpi: (rank 0 ended before the job did|ranks ([\d, ]+) ended at)", err)
+    assert said and (said.group(2) is None or "0" in said.group(2).split(", ")), err
+    res = read_results(tmp_path / "k.h5")
+    assert not res.complete and trials_in(tmp_path / "k.h5") >= before
+    assert_consistent(res, at_most=39)
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("sets, line", [
+    (["--set", "code.worker=4"], "gcc_mpi: error: code.worker: unknown key; did you mean "
+                                 "'code.workers'?"),
+    (["--set", "data.batch=10"], "gcc_mpi: error: code.workers: must be >= data.batch = 10"),
+    (["--set", "code.workers=12"], "gcc_mpi: error: code.workers: must be <= ranks - 1 = 8"),
+    (["--set", 'code.schemes=["gc"]'], "gcc_mpi: error: code.schemes: must be a non-empty list"),
+    (["--set", "stragglers.model=paretto"], "gcc_mpi: error: stragglers.model: must be one of"),
+    (["--set", "job.trials=0"], "gcc_mpi: error: job.trials: must be an integer >= 1, got 0"),
+])
+def test_a_bad_job_on_9_ranks_exits_2_with_one_line(tmp_path, sets, line):
+    """Checked on every rank before MPI starts: one line from rank 0, exit code 2, no file."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    code, out, err = run(["run", "slow.toml", *sets], tmp_path, ranks=9)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith(line), err
+    assert not (tmp_path / "results").exists()
+
+
+# -- the simulator: the same stops and resumes ---------------------------------------------
+def test_simulate_sigint_then_resume_equals_an_uninterrupted_run(tmp_path):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    sets = ["--set", "job.trials=200", "--set", "code.workers=6"]
+    job = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *sets], tmp_path,
+                 env={"SLOW": "0.002"})
+    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 100, "100 calls of f")
+    job.signal(signal.SIGINT)
+    code, _, err = job.wait()
+    assert code == 130, err
+    assert "stopped by SIGINT" in err and "--resume continues" in err
+    assert not read_results(tmp_path / "cut.h5").complete
+    assert 0 < trials_in(tmp_path / "cut.h5") < 200
+    code, _, err = run(["simulate", "slow.toml", "-o", "cut.h5", "--resume", "-q", *sets],
+                       tmp_path)
+    assert code == 0, err
+    assert main(["simulate", str(tmp_path / "slow.toml"), "-o", str(tmp_path / "full.h5"),
+                 "-q", *sets]) == 0
+    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+
+
+def test_time_limit_stops_cleanly_and_a_resume_may_change_it(tmp_path, monkeypatch, capsys):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    monkeypatch.setenv("SLOW", "0.002")
+    job, out, full = (str(tmp_path / n) for n in ("slow.toml", "cut.h5", "full.h5"))
+    sets = ["--set", "job.trials=100"]
+    assert main(["simulate", job, "-o", out, "-q", *sets, "--set", "job.time_limit=0.3"]) == 124
+    assert "stopped at job.time_limit = 0.3 s after" in capsys.readouterr().err
+    cut = read_results(out)
+    assert not cut.complete and 0 < trials_in(out) < 100
+    assert main(["simulate", job, "-o", out, "-q", "--resume", *sets]) == 0  # no limit now
+    assert main(["simulate", job, "-o", full, "-q", *sets]) == 0
+    assert_same_results(read_results(out), read_results(full))
+    # a resume of another job is refused, naming the first difference
+    assert main(["simulate", job, "-o", out, "--resume", "--set", "job.trials=61"]) == 2
+    assert "was written for a different job (line" in capsys.readouterr().err
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def _toml_values():
+    scalars = (st.integers(-10**6, 10**20) | st.floats(allow_nan=True) | st.booleans()
+               | st.text(max_size=12) | st.sampled_from(["gcc", "bacc", "digits", "auto",
+                                                         "fixed", "python", "a.py:f"]))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+
+
+_KEYS = st.sampled_from(["job", "data", "target", "code", "stragglers", "decode", "sweep",
+                         "code.gcc", "code.lcc", "job.seed", "data.batch", "code.workers",
+                         "code.schemes", "stragglers.model", "stragglers.count", "data.source",
+                         "decode.wait", "decode.deadline", "target.kind", "job.time_limit",
+                         "sweep.stragglers.count", "nonsense", "data.bacth"])
+_DOCS = st.dictionaries(_KEYS, _toml_values(), max_size=6)
+
+
+def _toml(doc):
+    """A TOML text of dotted keys = values (repr of lists/strings is close enough: anything
+    unparsable must be reported as invalid TOML, also a fine outcome)."""
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, float):
+            return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(str(v), repr(v))
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f'"{k}" = {value(x)}' for k, x in v.items()) + "}"
+        return str(v)
+    return "\n".join(f"{k} = {value(v)}" for k, v in doc.items()) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_DOCS | st.text(max_size=60).map(lambda t: {"raw": t}))
+def test_validate_never_shows_a_traceback(doc):
+    text = doc["raw"] if list(doc) == ["raw"] else _toml(doc)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "job.toml"
+        path.write_text(text)
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(["validate", str(path)])
+    assert code in (0, 2)
+    if code == 2:
+        shown = err.getvalue().strip().splitlines()
+        assert len(shown) == 1 and shown[0].startswith("gcc_mpi: error: "), shown
+
+
+def _data_file(tmp_path, kind):
+    p = tmp_path / "x.npy"
+    if kind == "pickled":
+        np.save(p, np.array([{"a": 1}] * 20, dtype=object), allow_pickle=True)
+    elif kind == "nan":
+        X = np.ones((20, 4))
+        X[3, 1] = np.nan
+        np.save(p, X)
+    elif kind == "1-d":
+        np.save(p, np.ones(20))
+    elif kind == "truncated":
+        buffer = io.BytesIO()
+        np.save(buffer, np.ones((20, 4)))
+        p.write_bytes(buffer.getvalue()[:200])
+    elif kind == "wrong-key":
+        p = tmp_path / "x.h5"
+        with h5py.File(p, "w") as f:
+            f["X"] = np.ones((20, 4))
+    return p.name
+
+
+@pytest.mark.parametrize("kind, key, message", [
+    ("missing", "data.path", "file not found"),
+    ("pickled", "data.path", "pickled or object data, which is never"),
+    ("nan", "data.path", "NaN or inf"),
+    ("1-d", "data.path", "expected 2-D rows"),
+    ("truncated", "data.path", "cannot read"),
+    ("wrong-key", "data.key", "'Y' is not in"),
+])
+def test_bad_data_files_are_one_line_and_exit_2(tmp_path, capsys, kind, key, message):
+    name = _data_file(tmp_path, kind) if kind != "missing" else "nowhere.npy"
+    (tmp_path / "job.toml").write_text(
+        f'[data]\nsource = "file"\npath = "{name}"\nbatch = 3\n'
+        + ('key = "Y"\n' if kind == "wrong-key" else "")
+        + '[target]\nkind = "linear"\n[code]\nworkers = 6\n')
+    assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "o.h5")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"gcc_mpi: error: {key}: ") and message in err[0]
+    assert not (tmp_path / "o.h5").exists()
+
+
+def test_an_existing_output_is_refused_and_a_bad_python_target_is_found_before_the_run(
+        tmp_path, capsys):
+    (tmp_path / "o.h5").write_text("precious")
+    (tmp_path / "job.toml").write_text('[target]\nkind = "linear"\n[data]\nsource = "gaussian"'
+                                       '\ndim = 4\nbatch = 3\n[code]\nworkers = 6\n')
+    assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "o.h5")]) == 2
+    assert "o.h5 exists; use --overwrite or --resume" in capsys.readouterr().err
+    assert (tmp_path / "o.h5").read_text() == "precious"
+    for body, message in [("import nosuchmodule\ndef f(X): return X", "importing"),
+                          ("def f(X): return X[:, :1].ravel()", "returned shape (1,)")]:
+        (tmp_path / "t.py").write_text(body)
+        assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "p.h5"),
+                     "--set", "target.kind=python", "--set", 'target.function="t.py:f"']) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "target.function" in err[0] and message in err[0], err
+        assert not (tmp_path / "p.h5").exists()
+
+
+# -- the pieces, without processes --------------------------------------------------------------
+class _Target:
+    """f(X) = X[:, :2] + 1, raising on rows with x0 > 5, NaN where x1 > 5, wrong shape x2 > 5."""
+
+    output_dim = 2
+
+    def __call__(self, X):
+        if np.any(X[:, 0] > 5):
+            raise ZeroDivisionError("x0 > 5")
+        if np.any(X[:, 2] > 5):
+            return np.ones((len(X), 3))
+        Y = X[:, :2] + 1.0
+        Y[X[:, 1] > 5] = np.inf
+        return Y
+
+
+def test_evaluate_rows_finds_the_rows_that_fail():
+    X = np.zeros((6, 3))
+    Y, codes, texts = evaluate_rows(_Target(), X, 2)
+    assert np.array_equal(Y, np.ones((6, 2))) and not codes.any()  # one clean batch call
+    X[1, 0] = X[3, 1] = X[4, 2] = 9.0
+    Y, codes, texts = evaluate_rows(_Target(), X, 2)
+    assert codes.tolist() == [0, RAISED, 0, NONFINITE, SHAPE, 0]
+    assert texts[1] == "ZeroDivisionError: x0 > 5" and texts[3] == "returned NaN or inf"
+    assert texts[4] == "returned shape (1, 3), expected (1, 2)"
+    assert np.isnan(Y[[1, 3, 4]]).all() and np.array_equal(Y[[0, 2, 5]], np.ones((3, 2)))
+    assert summary(codes, texts) == ("worker 1: ZeroDivisionError: x0 > 5; worker 3: returned "
+                                     "NaN or inf; worker 4: returned shape (1, 3), expected (1, 2)")
+    assert summary(np.array([1, 0, 1], np.int8), ["e", "", "e"]) == "workers 0, 2: e"
+    assert summary(np.zeros(3, np.int8), [""] * 3) == ""
+
+
+@pytest.mark.parametrize("scheme, wait, S, deadline", [
+    ("bacc", "fastest", 2, None), ("bacc", "deadline", 0, 0.5), ("gcc", "all", 0, None),
+    ("uncoded", "fastest", 0, None), ("lcc", "fastest", 0, 0.7)])
+def test_stop_rule_with_erasures_matches_a_walk_through_the_arrivals(scheme, wait, S, deadline):
+    """simulate_erasures (bisection) against the master's loop: take results in arrival
+    order, skip erasures, stop when done (or at the deadline)."""
+    rng = np.random.default_rng(1)
+    code = make_code(scheme, 10, 4, **({"degree": 2} if scheme == "lcc" else {}))
+    rule = StopRule(code, wait, S, deadline)
+    n = len(code.active)
+    for _ in range(200):
+        arrival, ok = rng.random(n), rng.random(n) > 0.3
+        received, t_stop, erased = rule.simulate_erasures(arrival, ok)
+        mask, got, seen = np.zeros(code.N, bool), [], []
+        for i in np.argsort(arrival, kind="stable"):
+            if deadline is not None and arrival[i] > deadline:
+                break
+            if not ok[i]:
+                seen.append(code.active[i])
+                continue
+            mask[code.active[i]] = True
+            got.append(code.active[i])
+            if rule.done(mask, len(got)):
+                break
+        assert list(received) == got and list(erased) == seen
+
+
+def _rows(n, t0=0):
+    return {"trial": np.arange(t0, t0 + n), "nmse": np.full(n, 0.5), "reason": ["ok"] * n,
+            "used": np.ones((n, 3), bool), "error": np.zeros((n, 3), np.int8)}
+
+
+def test_the_file_on_disk_is_always_a_whole_commit(tmp_path):
+    path = tmp_path / "r.h5"
+    w = ResultWriter(path, config_toml="x = 1\n", command="test", mpi="simulate")
+    assert read_results(path).points == []  # created whole, complete = false
+    w.add_point(0, {})
+    w.append(0, "gcc", _rows(2))
+    w.flush(force=True)
+    w.append(0, "gcc", _rows(1, 2))  # not committed yet: the disk keeps the last commit
+    d = read_results(path).points[0].schemes["gcc"]
+    assert d["trial"].tolist() == [0, 1] and d["error"].dtype == np.int8
+    w.close(complete=False)
+    res = read_results(path)
+    assert not res.complete and res.points[0].schemes["gcc"]["trial"].tolist() == [0, 1, 2]
+    assert not (tmp_path / "r.h5.tmp").exists()
+
+
+def test_resume_aligns_uneven_schemes_and_ignores_only_the_time_limit(tmp_path):
+    path = tmp_path / "r.h5"
+    config = "[job]\ntrials = 5\ntime_limit = 60.0\n"
+    with ResultWriter(path, config_toml=config, command="t", mpi="simulate") as w:
+        w.add_point(0, {})
+        w.append(0, "a", _rows(3))
+        w.append(0, "b", _rows(2))  # stopped between the two schemes' appends
+    w = ResultWriter(path, config_toml=config.replace("60.0", "7.5"), command="t",
+                     mpi="simulate", resume=True)
+    assert w.align(0, ["a", "b"]) == 2 and w.trials_done(0, "a") == 2
+    w.append(0, "a", _rows(1, 2))
+    w.close(complete=False)
+    assert read_results(path).points[0].schemes["a"]["trial"].tolist() == [0, 1, 2]
+    with pytest.raises(JobError, match="different job"):
+        ResultWriter(path, config_toml=config.replace("5", "6"), command="t", mpi="simulate",
+                     resume=True)
+
+
+def test_progress_shows_points_trials_rate_and_eta():
+    stream = io.StringIO()
+    p = Progress(40, points=4, stream=stream, every=0.0)
+    p.start_point(1)
+    p.skip(10)
+    for _ in range(5):
+        p.trial_done()
+    text = stream.getvalue().splitlines()[-1]
+    assert re.fullmatch(r"progress: point 2/4  15/40 trials  \S+/s  eta \S+( s|m\d\ds|h\d\dm)?",
+                        text), text
