@@ -3,7 +3,7 @@
 Rerun from the repository root after ``data/make_digits.py`` (torch, onnx, onnxscript and
 scikit-learn are dev-only; onnxruntime is the ``[onnx]`` extra)::
 
-    /work/venv/bin/python data/train_digits_cnn.py
+    python data/train_digits_cnn.py
 
 A LeNet-style network for the 8x8 digits, inputs X/16 in [0, 1] shaped (n, 1, 8, 8):
 

@@ -2,7 +2,7 @@
 
 Rerun from the repository root after ``data/make_digits.py`` (scikit-learn is dev-only)::
 
-    /work/venv/bin/python data/train_digits_mlp.py
+    python data/train_digits_mlp.py
 
 Reproducible: fixed split (25 % test, stratified, random_state=0) and random_state=0 for the
 network.  Inputs are X/16 in [0, 1], the scaling ``gcc_mpi.datasets`` applies to ``digits``.
