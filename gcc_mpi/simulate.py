@@ -15,7 +15,7 @@ import numpy as np
 
 from .erasures import evaluate_rows, summary
 from .progress import Progress
-from .trial import PointSetup, decode_and_score, empty_record, failed_record
+from .trial import PointSetup, decode_and_score, encode_record, failed_record
 
 FLUSH_SECONDS = 2.0
 
@@ -23,12 +23,7 @@ FLUSH_SECONDS = 2.0
 def simulate_scheme(setup, name, X, Y_true, delays):
     """One scheme's record for a trial with inputs X, exact results Y_true and these delays."""
     code, rule = setup.codes[name], setup.rules[name]
-    rec = empty_record(code.N)
-    rec["delay"] = delays
-    t0 = time.perf_counter()
-    X_coded, info = code.encode(X)
-    rec["t_encode"] = time.perf_counter() - t0
-    rec.update(info)
+    rec, X_coded = encode_record(code, X, delays)
     arrival = delays[code.active]
     m = setup.target.output_dim
     received, t_stop = rule.simulate(arrival)
@@ -44,7 +39,7 @@ def simulate_scheme(setup, name, X, Y_true, delays):
         rec["error"][erased] = codes[erased]
         rec["error_text"] = summary(rec["error"], texts)
     rec.update(decode_and_score(code, received, Y_received, Y_true, setup.target.classifier,
-                                info.get("alpha")))
+                                rec.get("alpha")))
     rec["arrival"][received] = delays[received]
     rec["used"][received] = True
     rec["t_scatter"] = 0.0

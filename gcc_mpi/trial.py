@@ -122,6 +122,18 @@ def empty_record(N):
     return rec
 
 
+def encode_record(code, X, delays):
+    """Start one scheme's record of a trial: the delays, then the timed encode.
+    Returns (record, coded inputs of the active workers)."""
+    rec = empty_record(code.N)
+    rec["delay"] = delays
+    t0 = time.perf_counter()
+    X_coded, info = code.encode(X)
+    rec["t_encode"] = time.perf_counter() - t0
+    rec.update(info)
+    return rec, X_coded
+
+
 def failed_record(N, delays, reason):
     """The record of a trial that could not run at all (f failed on its inputs)."""
     rec = empty_record(N)

@@ -245,15 +245,10 @@ class Master:
 
     def round(self, setup, name, point, trial, X, Y_true, delays):
         """One scheme's record for one trial, computed by the workers."""
-        from ..trial import decode_and_score, empty_record
+        from ..trial import decode_and_score, encode_record
 
         code, rule = setup.codes[name], setup.rules[name]
-        rec = empty_record(code.N)
-        rec["delay"] = delays
-        t0 = time.perf_counter()
-        X_coded, info = code.encode(X)
-        rec["t_encode"] = time.perf_counter() - t0
-        rec.update(info)
+        rec, X_coded = encode_record(code, X, delays)
 
         buf = self._buffers(code.N, X_coded.shape[1], setup.target.output_dim)
         self.seq += 1
@@ -310,7 +305,7 @@ class Master:
 
         received = active[got]
         rec.update(decode_and_score(code, received, buf.outputs(got), Y_true,
-                                    setup.target.classifier, info.get("alpha")))
+                                    setup.target.classifier, rec.get("alpha")))
         rec["used"][received] = True
         rec["error_text"] = summary(error, texts)
         rec["t_scatter"] = t_sent - t_start
