@@ -25,7 +25,7 @@ import numpy as np
 
 from .config import parse_job
 from .errors import JobError
-from .results import FORMAT, ResultWriter, point_name
+from .results import ResultWriter, open_results, point_name
 
 
 def _attr(f, key, default=None):
@@ -72,17 +72,7 @@ def _survey(paths):
     sources = {}      # (index, scheme) -> path it is taken from
     info = {}         # path -> (complete, mpi)
     for path in paths:
-        if not os.path.exists(path):
-            raise JobError(path, "no such file")
-        try:
-            f = h5py.File(path, "r")
-        except OSError as e:
-            raise JobError(path, f"not a readable HDF5 file ({e})") from None
-        with f:
-            fmt = _attr(f, "format")
-            if fmt != FORMAT:
-                raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected "
-                                     f"{FORMAT!r})")
+        with open_results(path) as f:
             text = _attr(f, "config", "")
             if config is None:
                 config, first = text, path

@@ -337,8 +337,9 @@ def _read_scheme(g):
     return {k: a[:n] for k, a in data.items()}  # cut a half-written last block
 
 
-def read_results(path) -> Results:
-    """Read a whole results file into memory. Raises JobError if it is missing or not ours."""
+def open_results(path):
+    """A results file opened read-only, after checking that it exists, is HDF5 and is ours
+    (JobError naming the path otherwise). The caller closes it (``with open_results(p) as f``)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise JobError(path, "no such file")
@@ -346,11 +347,18 @@ def read_results(path) -> Results:
         f = h5py.File(path, "r")
     except OSError as e:
         raise JobError(path, f"not a readable HDF5 file ({e})") from None
-    with f:
+    fmt = _py(f.attrs.get("format"))
+    if fmt != FORMAT:
+        f.close()
+        raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected {FORMAT!r})")
+    return f
+
+
+def read_results(path) -> Results:
+    """Read a whole results file into memory. Raises JobError if it is missing or not ours."""
+    path = os.fspath(path)
+    with open_results(path) as f:
         attrs = {k: _py(v) for k, v in f.attrs.items()}
-        if attrs.get("format") != FORMAT:
-            raise JobError(path, f"not a gcc_mpi results file (format {attrs.get('format')!r}, "
-                                 f"expected {FORMAT!r})")
         points = []
         for name, g in f.items():
             if not (isinstance(g, h5py.Group) and name.startswith("point_")):
