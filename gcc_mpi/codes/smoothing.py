@@ -10,9 +10,13 @@ import numpy as np
 from .base import LinearCode
 from .points import chebyshev_alpha, chebyshev_beta
 from .smoother import KernelSmoother
+from .windowed import WindowedSmoother, window_for
 
 # What "auto" means, chosen by measurement (benchmarks/lambda_grid.py).
 AUTO_RULES = {"enc": 0.0, "dec": "loo"}
+# Decoders with more received points than this are computed in windows (windowed.py: equal to
+# the global fit where its hat matrix is local, else it falls back); every shipped job stays below.
+WINDOWED_ABOVE = 400
 
 
 def resolve_rule(value, side):
@@ -30,6 +34,7 @@ class SmoothingCode(LinearCode):
         self.rule_enc = resolve_rule(lambda_enc, "enc")
         self.rule_dec = resolve_rule(lambda_dec, "dec")
         self.encoder = KernelSmoother(self.alpha, self.beta, kernel, self.null_dim)
+        self.window = None  # (core, pad) of windowed decoders, found at the first large decode
         if not isinstance(self.rule_enc, str):  # a fixed encoder is one matrix for all trials
             self.E = self.encoder.matrix(self.rule_enc)
             self.lambda_enc = self.encoder.effective_lambda(self.rule_enc)
@@ -42,7 +47,12 @@ class SmoothingCode(LinearCode):
 
     def decode_matrix(self, received):
         # lambda may depend on the results, so the cached decoder is the smoother, not a matrix
-        return KernelSmoother(self.beta[received], self.alpha, self.kernel, self.null_dim)
+        args = (self.beta[received], self.alpha, self.kernel, self.null_dim)
+        if len(received) <= WINDOWED_ABOVE:
+            return KernelSmoother(*args)
+        if self.window is None:  # once per code: the windows local on all the workers' points
+            self.window = window_for(self.beta, self.kernel, self.null_dim) or False
+        return WindowedSmoother(*args, *self.window) if self.window else KernelSmoother(*args)
 
     def _decode_sorted(self, received, Y, alpha=None):
         smoother = self.decoder(received)
