@@ -11,7 +11,7 @@ from gcc_mpi.codes.kernels import matern52, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
 from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
-from gcc_mpi.codes.windowed import WindowedSmoother, widen
+from gcc_mpi.codes.windowed import WindowedSmoother
 
 KERNELS = {"spline": (spline_semikernel, 2), "matern52 l=0.05": (partial(matern52, lengthscale=0.05), 0)}
 
@@ -57,15 +57,14 @@ def test_a_lambda_that_is_not_local_uses_the_global_smoother():
     assert windowed.last_fit == "global"
 
 
-def test_a_lambda_local_only_in_wider_windows_uses_wider_windows():
-    t, z = received_points(), chebyshev_alpha(40)
-    Y = smooth_data(t)
-    exact, windowed = KernelSmoother(t, z, spline_semikernel, 2), WindowedSmoother(t, z, spline_semikernel, 2)
-    lams = windowed.candidates()
-    wide = WindowedSmoother(t, z, spline_semikernel, 2, *widen(windowed.core, windowed.pad))
-    lam = lams[(windowed.locality(lams) > 1e-3) & (wide.locality(lams) < 1e-3)][0]
-    assert np.allclose(windowed.apply(Y, lam), exact.apply(Y, lam), atol=1e-6)
-    assert windowed.last_fit == f"windows of {wide.core} + 2 x {wide.pad}"
+def test_windows_pad_crowded_points_until_local():
+    t = chebyshev_beta(3000)  # near +-1 the points crowd and a fit reaches over more of them
+    windowed = WindowedSmoother(t, chebyshev_alpha(40), spline_semikernel, 2)
+    pads = [g.pad for g in windowed.groups]
+    assert len(pads) > 1 and pads[0] == windowed.pad
+    assert windowed.locality(windowed.candidates()[:1])[0] <= 1e-3
+    ends = np.concatenate([g.blocks for g in windowed.groups[1:]])
+    assert np.all((ends < 10) | (ends > len(t) // windowed.core - 10))  # only at the ends
 
 
 def test_noisy_data_whose_best_lambda_is_not_local_falls_back():

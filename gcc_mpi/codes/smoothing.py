@@ -10,7 +10,7 @@ import numpy as np
 from .base import LinearCode
 from .points import chebyshev_alpha, chebyshev_beta
 from .smoother import KernelSmoother
-from .windowed import WindowedSmoother, window_for
+from .windowed import WindowedSmoother
 
 # What "auto" means, chosen by measurement (benchmarks/lambda_grid.py).
 AUTO_RULES = {"enc": 0.0, "dec": "loo"}
@@ -34,7 +34,6 @@ class SmoothingCode(LinearCode):
         self.rule_enc = resolve_rule(lambda_enc, "enc")
         self.rule_dec = resolve_rule(lambda_dec, "dec")
         self.encoder = KernelSmoother(self.alpha, self.beta, kernel, self.null_dim)
-        self.window = None  # (core, pad) of windowed decoders, found at the first large decode
         if not isinstance(self.rule_enc, str):  # a fixed encoder is one matrix for all trials
             self.E = self.encoder.matrix(self.rule_enc)
             self.lambda_enc = self.encoder.effective_lambda(self.rule_enc)
@@ -47,12 +46,8 @@ class SmoothingCode(LinearCode):
 
     def decode_matrix(self, received):
         # lambda may depend on the results, so the cached decoder is the smoother, not a matrix
-        args = (self.beta[received], self.alpha, self.kernel, self.null_dim)
-        if len(received) <= WINDOWED_ABOVE:
-            return KernelSmoother(*args)
-        if self.window is None:  # once per code: the windows local on all the workers' points
-            self.window = window_for(self.beta, self.kernel, self.null_dim) or False
-        return WindowedSmoother(*args, *self.window) if self.window else KernelSmoother(*args)
+        smoother = WindowedSmoother if len(received) > WINDOWED_ABOVE else KernelSmoother
+        return smoother(self.beta[received], self.alpha, self.kernel, self.null_dim)
 
     def _decode_sorted(self, received, Y, alpha=None):
         smoother = self.decoder(received)

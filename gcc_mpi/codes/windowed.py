@@ -4,16 +4,17 @@ At the lambdas automatic selection picks for noiseless results, a smoother's hat
 the fit at a point hardly depends on data more than a few neighbours away (the cubic interpolating
 spline's influence falls by 2 - sqrt(3) ~ 0.27 per point). So the sorted points are cut into
 blocks of ``core`` consecutive points, each fitted together with ``pad`` neighbours on each side
-by the exact smoother of those points (one stacked eigendecomposition for all windows); a point's
-leave-one-out residual and an evaluation point's value come from the window whose core holds it.
-The cost is O(n (core + 2 pad)^2) instead of O(n^3), with one lambda for all windows.
+by the exact smoother of those points (stacked eigendecompositions); a point's leave-one-out
+residual and an evaluation point's value come from the window whose core holds it. The cost is
+O(n (core + 2 pad)^2) instead of O(n^3), with one lambda for all windows.
 
-This equals the global fit only while the hat matrix is local at the chosen lambda. Each window
-measures that directly, as the largest hat weight of its outermost points on its core, for every
-candidate lambda. Automatic selection only considers the lambdas from the smallest up to the first
-that is not local to LOCAL_TOL. When it would choose the largest of those (the optimum may lie
-beyond, where these windows are too narrow), or a given lambda is not local, it asks windows 1.5
-times as wide, and finally the global smoother: a non-local fit costs more time but is never
+This equals the global fit only while the hat matrix is local. Each window measures that directly,
+as the largest hat weight of its outermost points on its core. A window that is not local at the
+two smallest candidate lambdas gets 1.5 times the padding until it is (where points crowd, as at the
+ends of Chebyshev points, the fit reaches over more of them). Automatic selection then considers
+the lambdas from the smallest up to the first that is not local to LOCAL_TOL. When it would choose
+the largest of those (the optimum may lie beyond, where these windows are too narrow), or a given
+lambda is not local, the global smoother answers: a non-local fit costs more time but is never
 approximated.
 """
 
@@ -26,24 +27,93 @@ from .smoother import GRID, LAMBDA_FLOOR, KernelSmoother, _smallest_near_min
 LOCAL_TOL = 1e-3
 # Points in the subsample that estimates the global smoother's largest eigenvalue (its lambda scale).
 SCALE_SAMPLE = 64
-# The narrowest windows tried: local to LOCAL_TOL at the smallest lambda for the cubic spline on
-# 90% of 1024 Chebyshev points (benchmarks/decode_speed.py); smoother kernels need wider ones.
+# Core and first padding: local to LOCAL_TOL at the smallest lambdas for the cubic spline on 90% of
+# 1024 Chebyshev points away from their ends (benchmarks/decode_speed.py); others get more padding.
 CORE, PAD = 20, 12
 
 
-def widen(core, pad):
-    return -(-3 * core // 2), -(-3 * pad // 2)
+def widen(pad):
+    return -(-3 * pad // 2)
 
 
-def window_for(t, kernel, null_dim=0, core=CORE, pad=PAD):
-    """The narrowest windows (core, pad), from (core, pad) widening by 1.5, in which the smallest
-    candidate lambda is local for the points t; None when no window smaller than half of them is."""
-    while core + 2 * pad <= len(t) // 2:
-        windows = WindowedSmoother(t, t[:1], kernel, null_dim, core, pad)
-        if windows.locality(windows.candidates()[:1])[0] <= LOCAL_TOL:
-            return core, pad
-        core, pad = widen(core, pad)
-    return None
+class _Windows:
+    """Windows of one width around the core blocks ``blocks`` of the sorted points ``ts``: the
+    exact smoother of each window's points, in the Demmler-Reinsch form of smoother.py."""
+
+    def __init__(self, ts, blocks, core, pad, kernel, q):
+        n = len(ts)
+        w = min(n, core + 2 * pad)
+        start = np.clip(blocks * core - pad, 0, n - w)
+        self.blocks, self.pad = blocks, pad
+        self.idx = start[:, None] + np.arange(w)  # (B, w) window members
+        core_idx = blocks[:, None] * core + np.arange(core)
+        self.core_mask = core_idx < n  # the last block's core may be short
+        self.core_pos = np.minimum(core_idx, n - 1) - start[:, None]  # positions in the window
+        self.q = min(q, w)
+        T = ts[self.idx]
+        self.Kw = kernel(T[:, :, None], T[:, None, :])
+        if self.q:
+            Q, R = np.linalg.qr(T[:, :, None] ** np.arange(self.q), mode="complete")
+            self.Q1, Q2 = Q[:, :, :self.q], Q[:, :, self.q:]
+            self.null_coef = np.linalg.solve(R[:, :self.q, :], np.swapaxes(self.Q1, 1, 2))
+            s, V = np.linalg.eigh(np.swapaxes(Q2, 1, 2) @ self.Kw @ Q2)
+            self.W = Q2 @ V
+        else:
+            s, self.W = np.linalg.eigh(self.Kw)
+        self.s = np.clip(s, 0.0, None)  # (B, r)
+        self.Wc = self._core_rows(self.W)  # (B, c, r)
+        self._edge_hat()
+        # outermost window points, where they are not the ends of the data
+        real = self.core_mask[:, :, None] & np.stack([start > 0, start + w < n], axis=1)[:, None]
+        self.edge_real = real.reshape(len(blocks), -1)
+
+    def _core_rows(self, A):
+        pos = self.core_pos.reshape(self.core_pos.shape + (1,) * (A.ndim - 2))
+        return np.take_along_axis(A, pos, axis=1)
+
+    def _edge_hat(self):
+        """H_ij = sum_r Wc_ir We_jr s_r / (s_r + lam) + (null-space projection)_ij for core
+        points i and the two outermost points j: the terms, and the lambda-free part."""
+        ends = [0, self.idx.shape[1] - 1]
+        terms = self.Wc[:, :, None, :] * self.W[:, ends][:, None]
+        B, c, e, r = terms.shape
+        self.edge_terms = terms.reshape(B, c * e, r)
+        null = 0.0
+        if self.q:
+            null = np.einsum("bcq,beq->bce", self._core_rows(self.Q1), self.Q1[:, ends])
+        self.edge_null = np.broadcast_to(null, (B, c, e)).reshape(B, -1)
+
+    def locality(self, lams):
+        """Largest |H_ij| of an outermost point j on a core point i, per window and lambda (B, G)."""
+        keep = self.s[:, :, None] / (self.s[:, :, None] + lams)  # (B, r, G)
+        H = np.abs(self.edge_terms @ keep + self.edge_null[:, :, None]) * self.edge_real[:, :, None]
+        return H.max(axis=1)
+
+    def take(self, keep):
+        """These windows restricted to the ones where ``keep`` (B,) holds."""
+        part = object.__new__(_Windows)
+        for k, v in vars(self).items():
+            part.__dict__[k] = v[keep] if isinstance(v, np.ndarray) and v.ndim else v
+        return part
+
+    def core_fits(self, Ys, lams):
+        """(C, h) over the core points: C = the kernel weights c (B, c, G, m) and h (B, c, G) with
+        1 - H_ii = lam h_i, so residual = lam c and the leave-one-out residual is c / h."""
+        Wy = np.swapaxes(self.W, 1, 2) @ Ys[self.idx]  # (B, r, m)
+        inv = 1.0 / (self.s[:, :, None] + lams)          # (B, r, G)
+        B, r, m = Wy.shape
+        C = self.Wc @ (inv[:, :, :, None] * Wy[:, :, None, :]).reshape(B, r, -1)
+        return C.reshape(B, -1, len(lams), m), self.Wc**2 @ inv
+
+    def evaluate(self, which, z, Ys, lam, kernel, ts):
+        """u(z) from window ``which[k]`` for each point z[k]."""
+        W, s, Yw = self.W[which], self.s[which], Ys[self.idx[which]]
+        coef = W @ ((np.swapaxes(W, 1, 2) @ Yw) / (s + lam)[:, :, None])  # c (k, w, m)
+        u = np.einsum("kw,kwm->km", kernel(z[:, None], ts[self.idx[which]]), coef)
+        if self.q:  # null-space part d = null_coef (y - K c)
+            d = self.null_coef[which] @ (Yw - self.Kw[which] @ coef)
+            u += np.einsum("kq,kqm->km", z[:, None] ** np.arange(self.q), d)
+        return u
 
 
 class WindowedSmoother:
@@ -52,38 +122,14 @@ class WindowedSmoother:
     def __init__(self, t, z, kernel, null_dim=0, core=CORE, pad=PAD):
         t = np.asarray(t, float)
         self.order = np.argsort(t, kind="stable")
-        ts = t[self.order]
-        n = len(ts)
-        w = min(n, core + 2 * pad)
-        blocks = -(-n // core)
-        start = np.clip(np.arange(blocks) * core - pad, 0, n - w)
-        self.idx = start[:, None] + np.arange(w)  # (B, w) window members, in sorted order
-        core_idx = np.arange(blocks)[:, None] * core + np.arange(core)
-        self.core_mask = core_idx < n  # the last block's core may be short
-        self.core_pos = np.minimum(core_idx, n - 1) - start[:, None]  # positions in the window
-        self.t, self.z, self.kernel, self.n = ts, np.asarray(z, float), kernel, n
-        self.core, self.pad = core, pad
-        self.args = (t, self.z, kernel, null_dim)  # for the global fallback
-        self.q = min(null_dim, w)
-
-        T = ts[self.idx]
-        self.Kw = kernel(T[:, :, None], T[:, None, :])
-        if self.q:
-            Q, R = np.linalg.qr(T[:, :, None] ** np.arange(self.q), mode="complete")
-            Q1, Q2 = Q[:, :, :self.q], Q[:, :, self.q:]
-            self.Q1 = Q1
-            self.null_coef = np.linalg.solve(R[:, :self.q, :], np.swapaxes(Q1, 1, 2))
-            s, V = np.linalg.eigh(np.swapaxes(Q2, 1, 2) @ self.Kw @ Q2)
-            self.W = Q2 @ V
-        else:
-            s, self.W = np.linalg.eigh(self.Kw)
-        self.s = np.clip(s, 0.0, None)  # (B, r)
+        self.t, self.z, self.kernel, self.n = t[self.order], np.asarray(z, float), kernel, len(t)
+        self.core, self.pad, self.q = core, pad, min(null_dim, len(t))
+        self.args = (t, self.z, kernel, null_dim)
         self.scale = self._global_scale()
-        self._edges()
-        self._edge_terms = None
+        self.groups = self._local_windows(core, pad)
+        self.wider = None     # the global smoother, once asked where these windows are too narrow
+        self.last_fit = None  # what computed the last apply: "windows of ..." or "global"
         self._local = None
-        self.wider = None  # the smoother used where these windows are too narrow
-        self.last_fit = None  # what computed the last apply: these windows, wider ones or global
 
     def _global_scale(self):
         """Largest eigenvalue of the global smoother's matrix, from an evenly spread subsample
@@ -96,33 +142,27 @@ class WindowedSmoother:
         top = np.linalg.eigvalsh(K)[-1] if len(K) else 0.0
         return top * self.n / len(sub) if top > 0 else 1.0
 
-    def _edges(self):
-        """Hat weights of each window's outermost points on its core rows: (B, 2) edge positions
-        and whether that side is a real edge (not the end of the data)."""
-        w = self.idx.shape[1]
-        self.edge_pos = np.array([0, w - 1])
-        self.edge_real = np.stack([self.idx[:, 0] > 0, self.idx[:, -1] < self.n - 1], axis=1)
-
-    def _core_rows(self, A):
-        """Rows of the core points from per-window arrays A (B, w, ...)."""
-        pos = self.core_pos.reshape(self.core_pos.shape + (1,) * (A.ndim - 2))
-        return np.take_along_axis(A, pos, axis=1)
+    def _local_windows(self, core, pad):
+        """Window groups, every block padded until local at the two smallest candidates; None when
+        some block would need a window of more than half the points, or the windows would cost
+        about as much as the global smoother."""
+        todo, groups = np.arange(-(-self.n // core)), []
+        smallest = self._distinct()[:2]  # two, so that selection sees which way the score goes
+        while len(todo):
+            w = core + 2 * pad
+            if w > self.n // 2 or len(todo) * w**3 > self.n**3 / 8:
+                return None  # the global smoother is about as cheap
+            windows = _Windows(self.t, todo, core, pad, self.kernel, self.q)
+            local = windows.locality(smallest).max(axis=1) <= LOCAL_TOL
+            if local.any():
+                groups.append(windows.take(local) if not local.all() else windows)
+            todo, pad = todo[~local], widen(pad)
+        return groups
 
     def locality(self, lams):
-        """Largest |H_ij| of an outermost window point j on a core point i, per lambda (G,)."""
-        if self._edge_terms is None:  # H_ij = sum_r Wc_ir We_jr s_r / (s_r + lam) (+ null space)
-            Wc = self._core_rows(self.W)[:, :, None, :] * self.W[:, self.edge_pos][:, None]
-            B, c, e, r = Wc.shape
-            real = self.core_mask[:, :, None] & self.edge_real[:, None, :]
-            null = 0.0
-            if self.q:
-                null = np.einsum("bcq,beq->bce", self._core_rows(self.Q1), self.Q1[:, self.edge_pos])
-            self._edge_terms = (Wc.reshape(B, c * e, r), np.broadcast_to(null, real.shape).reshape(B, -1),
-                                real.reshape(B, -1))
-        terms, null, real = self._edge_terms
-        keep = self.s[:, :, None] / (self.s[:, :, None] + np.asarray(lams, float))  # (B, r, G)
-        H = np.abs(terms @ keep + null[:, :, None]) * real[:, :, None]
-        return H.max(axis=(0, 1))
+        """Largest hat weight of a window's outermost point on its core, per lambda (G,)."""
+        lams = np.asarray(lams, float)
+        return np.max([g.locality(lams).max(axis=0) for g in self.groups], axis=0)
 
     def effective_lambda(self, lam):
         return max(float(lam), LAMBDA_FLOOR * self.scale)
@@ -130,13 +170,17 @@ class WindowedSmoother:
     def candidates(self):
         return np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)
 
+    def _distinct(self):
+        """The candidates without the repeats of the floor (they score alike)."""
+        return np.unique(self.candidates())
+
     def _local_candidates(self):
         """The candidates from the smallest up to the first that is not local (checked a few at a
         time: automatic selection rarely gets past the first few)."""
         if self._local is None:
-            lams = self.candidates()
-            stop = len(lams)
-            for i in range(0, len(lams), 8):
+            lams = self._distinct()
+            stop = len(lams) if self.groups is not None else 0
+            for i in range(0, stop, 8):
                 far = np.flatnonzero(self.locality(lams[i:i + 8]) > LOCAL_TOL)
                 if len(far):
                     stop = i + far[0]
@@ -144,47 +188,37 @@ class WindowedSmoother:
             self._local = lams[:stop]
         return self._local
 
-    def _window_data(self, Y):
-        Ys = np.asarray(Y, float)[self.order]
-        return Ys[self.idx], np.swapaxes(self.W, 1, 2) @ Ys[self.idx]  # (B, w, m), (B, r, m)
-
     def _choose(self, lams, score):
-        """Pick by score among the local lambdas; None (ask wider windows) when the best is the
-        largest of them while larger candidates exist: the optimum may lie beyond."""
-        if len(lams) == 0:
-            return None
+        """The best local lambda by score; None (ask wider windows) when it is the largest of
+        them while larger candidates exist: the optimum may lie beyond."""
         best = _smallest_near_min(lams, score)
-        return None if best == lams[-1] and len(lams) < len(self.candidates()) else best
+        return None if best == lams[-1] and len(lams) < len(self._distinct()) else best
+
+    def _sums(self, Y, lams):
+        """Over all core points, per lambda: sum_i |c_i / h_i|^2, sum_i |c_i|^2, sum_i h_i."""
+        Ys = np.asarray(Y, float)[self.order]
+        loo, cc, hh = 0.0, 0.0, 0.0
+        for g in self.groups:
+            C, h = g.core_fits(Ys, lams)
+            mask = g.core_mask[:, :, None]
+            loo = loo + (((C / h[:, :, :, None]) ** 2).sum(axis=3) * mask).sum(axis=(0, 1))
+            cc = cc + ((C**2).sum(axis=3) * mask).sum(axis=(0, 1))
+            hh = hh + (h * mask).sum(axis=(0, 1))
+        return loo, cc, hh
 
     def loo(self, Y):
         """Exact leave-one-out over the local lambdas, as KernelSmoother.loo, window by window."""
         lams = self._local_candidates()
-        if len(lams) == 0:
-            return self._fallback().loo(Y)
-        _, Wy = self._window_data(Y)
-        inv = 1.0 / (self.s[:, :, None] + lams)                  # (B, r, G)
-        Wc = self._core_rows(self.W)                             # (B, c, r)
-        h = Wc**2 @ inv                                          # (B, c, G)
-        B, r, m = Wy.shape
-        C = (Wc @ (inv[:, :, :, None] * Wy[:, :, None, :]).reshape(B, r, -1)).reshape(B, -1, len(lams), m)
-        ratio = (C / h[:, :, :, None]) ** 2 * self.core_mask[:, :, None, None]
-        best = self._choose(lams, ratio.sum(axis=(0, 1, 3)))
+        best = self._choose(lams, self._sums(Y, lams)[0]) if len(lams) else None
         return self._fallback().loo(Y) if best is None else best
 
     def gcv(self, Y):
-        """n * RSS / tr(I - H)^2 over the local lambdas, with the trace from the core rows."""
+        """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam sum h)."""
         lams = self._local_candidates()
-        if len(lams) == 0:
-            return self._fallback().gcv(Y)
-        _, Wy = self._window_data(Y)
-        inv = 1.0 / (self.s[:, :, None] + lams)
-        Wc = self._core_rows(self.W)
-        mask = self.core_mask[:, :, None]
-        one_minus_h = (lams * (Wc**2 @ inv) * mask).sum(axis=(0, 1))  # tr(I - H)
-        B, r, m = Wy.shape
-        C = (Wc @ (inv[:, :, :, None] * Wy[:, :, None, :]).reshape(B, r, -1)).reshape(B, -1, len(lams), m)
-        rss = lams**2 * ((C**2).sum(axis=3) * mask).sum(axis=(0, 1))  # residual = lam c
-        best = self._choose(lams, self.n * rss / one_minus_h**2)
+        best = None
+        if len(lams):
+            _, cc, hh = self._sums(Y, lams)
+            best = self._choose(lams, self.n * cc / hh**2)  # lam^2 cancels
         return self._fallback().gcv(Y) if best is None else best
 
     def select(self, Y, rule):
@@ -197,29 +231,25 @@ class WindowedSmoother:
         """u(z) for the columns of Y at the smoother's evaluation points or at other points z."""
         lam = self.effective_lambda(lam)
         z = self.z if z is None else np.asarray(z, float)
-        if self.locality(np.array([lam]))[0] > LOCAL_TOL:
-            wider = self._fallback()
-            u = wider.apply(Y, lam, z)
-            self.last_fit = getattr(wider, "last_fit", "global")
-            return u
-        self.last_fit = f"windows of {self.core} + 2 x {self.pad}"
-        Yw, Wy = self._window_data(Y)
+        if self.groups is None or self.locality([lam])[0] > LOCAL_TOL:
+            self.last_fit = "global"
+            return self._fallback().apply(Y, lam, z)
+        pads = sorted({g.pad for g in self.groups})
+        self.last_fit = f"windows of {self.core} + 2 x {pads[0]}" + (f"..{pads[-1]}" if len(pads) > 1 else "")
+        Ys = np.asarray(Y, float)[self.order]
         nearest = np.clip(np.searchsorted(self.t, z), 1, self.n - 1)
         nearest -= (z - self.t[nearest - 1]) < (self.t[nearest] - z)
-        b = np.minimum(nearest // self.core, len(self.idx) - 1)  # the window whose core holds z
-        coef = self.W[b] @ (Wy[b] / (self.s[b] + lam)[:, :, None])  # kernel weights c (k, w, m)
-        u = np.einsum("kw,kwm->km", self.kernel(z[:, None], self.t[self.idx[b]]), coef)
-        if self.q:  # null-space part d = null_coef (y - K c)
-            d = self.null_coef[b] @ (Yw[b] - self.Kw[b] @ coef)
-            u += np.einsum("kq,kqm->km", z[:, None] ** np.arange(self.q), d)
+        block = nearest // self.core  # z is evaluated by the window whose core holds its nearest point
+        u = np.empty((len(z), Ys.shape[1]))
+        for g in self.groups:
+            pos = np.searchsorted(g.blocks, block)
+            mine = (pos < len(g.blocks)) & (g.blocks[np.minimum(pos, len(g.blocks) - 1)] == block)
+            if mine.any():
+                u[mine] = g.evaluate(pos[mine], z[mine], Ys, lam, self.kernel, self.t)
         return u
 
     def _fallback(self):
-        """Windows 1.5 times as wide, or the global smoother once they would hold most points."""
+        """The global smoother, for lambdas at which these windows are not local."""
         if self.wider is None:
-            core, pad = widen(self.core, self.pad)
-            if core + 2 * pad <= self.n // 2:
-                self.wider = WindowedSmoother(*self.args, core=core, pad=pad)
-            else:
-                self.wider = KernelSmoother(*self.args)
+            self.wider = KernelSmoother(*self.args)
         return self.wider
