@@ -35,7 +35,7 @@ def test_loo_choice_and_fit_equal_the_global_smoother(name):
     lam = exact.loo(Y)
     assert windowed.loo(Y) == pytest.approx(lam, rel=0.05)  # its lambda grid is anchored by an estimate
     U, V = exact.apply(Y, lam), windowed.apply(Y, lam)
-    assert windowed.wider is None and windowed.last_fit.startswith("windows of")
+    assert windowed._global is None and windowed.last_fit.startswith("windows of")
     assert np.max(np.abs(U - V)) < 1e-6 * np.max(np.abs(U))
     z2 = np.linspace(-0.99, 0.99, 7)  # other evaluation points (a trial's own alpha)
     assert np.allclose(exact.apply(Y, lam, z2), windowed.apply(Y, lam, z2), atol=1e-6)

@@ -127,7 +127,7 @@ class WindowedSmoother:
         self.args = (t, self.z, kernel, null_dim)
         self.scale = self._global_scale()
         self.groups = self._local_windows(core, pad)
-        self.wider = None     # the global smoother, once asked where these windows are too narrow
+        self._global = None   # the global smoother, built when asked for a non-local lambda
         self.last_fit = None  # what computed the last apply: "windows of ..." or "global"
         self._local = None
 
@@ -189,7 +189,7 @@ class WindowedSmoother:
         return self._local
 
     def _choose(self, lams, score):
-        """The best local lambda by score; None (ask wider windows) when it is the largest of
+        """The best local lambda by score; None (ask the global smoother) when it is the largest of
         them while larger candidates exist: the optimum may lie beyond."""
         best = _smallest_near_min(lams, score)
         return None if best == lams[-1] and len(lams) < len(self._distinct()) else best
@@ -250,6 +250,6 @@ class WindowedSmoother:
 
     def _fallback(self):
         """The global smoother, for lambdas at which these windows are not local."""
-        if self.wider is None:
-            self.wider = KernelSmoother(*self.args)
-        return self.wider
+        if self._global is None:
+            self._global = KernelSmoother(*self.args)
+        return self._global
