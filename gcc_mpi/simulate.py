@@ -3,99 +3,207 @@
 Each worker's result "arrives" after exactly its injected delay (compute and messaging take no
 simulated time), so a trial's received set is the one the MPI master sees when the delays are
 well separated. A worker whose f fails on its coded input (raises, NaN/inf, wrong shape) is an
-erasure, classified by the same function as on an MPI worker. Records are buffered and appended
-to the HDF5 file in blocks, and flushed at least every FLUSH_SECONDS so a long run can be
-watched and a killed one keeps its trials; a stopped one (SIGTERM, SIGINT, job.time_limit)
-keeps every finished trial.
+erasure, classified by the same function as on an MPI worker.
+
+Trials run in blocks: a block draws its trials' inputs and delays, then each scheme works through
+the block — received sets in one sort where the stop rule allows, records filled in place as
+columns — and the block is kept whole or not at all. Every trial still draws from its own
+seed and is encoded, evaluated and decoded by the same per-trial functions as on the MPI master,
+so results do not depend on the block size. Blocks grow until one takes about BLOCK_SECONDS,
+which bounds how late a stop (SIGTERM, SIGINT, job.time_limit, checked between schemes) is
+honoured and the work it abandons; the finished blocks are kept. Finished blocks are appended
+to the file, and it is committed, at least every FLUSH_SECONDS, so a long run can be watched and
+a killed one keeps its trials.
 """
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from .erasures import evaluate_rows, summary
 from .progress import Progress
-from .trial import PointSetup, decode_and_score, encode_record, failed_record
+from .trial import PointSetup, decode_and_score, empty_record, failed_record, timed_encode
 
 FLUSH_SECONDS = 2.0
+BLOCK_SECONDS = 0.25
+MAX_BLOCK = 1024  # trials: larger blocks save nothing more, they only hold more memory
 
 
-def simulate_scheme(setup, name, X, Y_true, delays):
-    """One scheme's record for a trial with inputs X, exact results Y_true and these delays."""
+@dataclass
+class Block:
+    """A block of trials' inputs: ``X`` (B, K, d), ``delays`` (B, N) and, per trial, the exact
+    results f(X) or None with the reason in ``why`` (f failed on the inputs themselves)."""
+
+    trials: list
+    X: np.ndarray
+    delays: np.ndarray
+    Y_true: list
+    why: list
+
+    @classmethod
+    def draw(cls, setup, point_index, trials):
+        draws = [setup.draw(point_index, t) for t in trials]
+        X = np.stack([x for x, _ in draws])
+        references = [setup.reference(x) for x in X]
+        return cls(list(trials), X, np.stack([d for _, d in draws]),
+                   [y for y, _ in references], [why for _, why in references])
+
+
+class Records:
+    """One scheme's records of a block of trials as columns along the trial axis, the form the
+    writer appends: filled in place rather than built as one dict per trial and stacked."""
+
+    def __init__(self, N, trials):
+        n = len(trials)
+        self.columns = {k: _column(v, n) for k, v in empty_record(N).items()}
+        self.columns["trial"] = np.asarray(trials, dtype=np.int64)
+
+    def put(self, i, fields):
+        """Set trial ``i``'s ``fields`` (a dict as timed_encode, decode_and_score or
+        failed_record give); a field first seen here (an encoder's alpha) gets a NaN column."""
+        for k, v in fields.items():
+            column = self.columns.get(k)
+            if column is None:
+                n = len(self.columns["trial"])
+                column = self.columns[k] = np.full((n,) + np.shape(v), np.nan)
+            column[i] = v
+
+    def finish(self, ran, received, t_stop, delays):
+        """The fields that follow from where the trials ``ran`` stopped: ``received`` (one
+        array per trial) and ``t_stop`` (seconds); a result arrives after its worker's delay."""
+        c = self.columns
+        for i, r in zip(ran, received):
+            c["arrival"][i, r] = delays[i, r]
+            c["used"][i, r] = True
+        c["t_scatter"][ran] = 0.0
+        c["t_wait"][ran] = t_stop
+        c["latency"][ran] = c["t_encode"][ran] + t_stop + c["t_decode"][ran]
+
+
+def _column(value, n):
+    """``n`` copies of a record's default ``value``; strings as objects, to hold any length."""
+    a = np.asarray(value)
+    return np.repeat((a.astype(object) if a.dtype.kind == "U" else a)[None], n, axis=0)
+
+
+def scheme_block(setup, name, block):
+    """One scheme's Records of a block: every trial on the block's inputs and delays."""
     code, rule = setup.codes[name], setup.rules[name]
-    rec, X_coded = encode_record(code, X, delays)
-    arrival = delays[code.active]
-    m = setup.target.output_dim
-    received, t_stop = rule.simulate(arrival)
+    records = Records(code.N, block.trials)
+    records.columns["delay"][:] = block.delays
+    ran = []
+    for i, why in enumerate(block.why):
+        if why:
+            records.put(i, failed_record(code.N, block.delays[i], why))
+        else:
+            ran.append(i)
+    arrivals = block.delays[ran][:, code.active]
+    received, t_stop = rule.simulate_block(arrivals)
+    for j, i in enumerate(ran):
+        received[j], t_stop[j] = run_trial(setup, name, block, i, arrivals[j], received[j],
+                                           t_stop[j], records)
+    records.finish(ran, received, t_stop, block.delays)
+    return records
+
+
+def run_trial(setup, name, block, i, arrival, received, t_stop, records):
+    """Encode, compute and decode trial ``i`` of the block into ``records``, given where the
+    stop rule stops (``received``, ``t_stop``) when no result is erased; returns where the
+    master really stops."""
+    code, target = setup.codes[name], setup.target
+    X_coded, fields = timed_encode(code, block.X[i])
+    records.put(i, fields)
     # only the results the master uses are computed: the rest would be thrown away ...
-    Y_received, codes, _ = evaluate_rows(setup.target, X_coded[received], m,
-                                         batch=len(received) > 0)
+    Y, codes, _ = evaluate_rows(target, X_coded[received], target.output_dim,
+                                batch=len(received) > 0)
     if codes.any():
         # ... unless some are erasures: then every row is classified (one f call each) and the
         # received set is the one the master builds when those results do not count
-        Y_all, codes, texts = evaluate_rows(setup.target, X_coded, m, batch=False)
-        received, t_stop, erased = rule.simulate_erasures(arrival, codes == 0)
-        Y_received = Y_all[received]
-        rec["error"][erased] = codes[erased]
-        rec["error_text"] = summary(rec["error"], texts)
-    rec.update(decode_and_score(code, received, Y_received, Y_true, setup.target.classifier,
-                                rec.get("alpha")))
-    rec["arrival"][received] = delays[received]
-    rec["used"][received] = True
-    rec["t_scatter"] = 0.0
-    rec["t_wait"] = t_stop
-    rec["latency"] = rec["t_encode"] + rec["t_wait"] + rec["t_decode"]
-    return rec
+        Y_all, codes, texts = evaluate_rows(target, X_coded, target.output_dim, batch=False)
+        received, t_stop, erased = setup.rules[name].simulate_erasures(arrival, codes == 0)
+        Y = Y_all[received]
+        error = records.columns["error"][i]
+        error[erased] = codes[erased]
+        records.put(i, {"error_text": summary(error, texts)})
+    records.put(i, decode_and_score(code, received, Y, block.Y_true[i], target.classifier,
+                                    fields.get("alpha")))
+    return received, t_stop
+
+
+def simulate_scheme(setup, name, X, Y_true, delays):
+    """One scheme's record (a dict) for one trial with inputs X, exact results Y_true and these
+    delays: a block of one."""
+    block = Block([0], X[None], delays[None], [Y_true], [""])
+    columns = scheme_block(setup, name, block).columns
+    return {k: v[0] for k, v in columns.items() if k != "trial"}
 
 
 def stack(records, trials):
+    """Columns of dict records (one per trial, as the MPI master builds them) for the writer."""
     rows = {k: np.array([r[k] for r in records]) for k in records[0]}
     rows["trial"] = np.asarray(trials, dtype=np.int64)
     return rows
 
 
-def trial_records(setup, point_index, t, names, stop=None):
-    """{scheme: record} of trial ``t``: every scheme on the same inputs and delays."""
-    X, delays = setup.draw(point_index, t)
-    Y_true, why = setup.reference(X)
-    records = {}
+def block_columns(setup, point_index, trials, names, stop=None):
+    """{scheme: columns} of a block of trials: every scheme on the same inputs and delays."""
+    block = Block.draw(setup, point_index, trials)
+    columns = {}
     for name in names:
         if stop is not None:
-            stop.check()  # a slow f: do not finish the trial's other schemes first
-        records[name] = (simulate_scheme(setup, name, X, Y_true, delays) if Y_true is not None
-                         else failed_record(setup.codes[name].N, delays, why))
-    return records
+            stop.check()  # a slow f: do not finish the block's other schemes first
+        columns[name] = scheme_block(setup, name, block).columns
+    return columns
+
+
+def next_size(size, seconds):
+    """Trials in the next block after ``size`` took ``seconds``: about BLOCK_SECONDS' worth, at
+    most twice as many (one short block may just have been lucky) and at most MAX_BLOCK."""
+    return int(max(1, min(size * BLOCK_SECONDS / max(seconds, 1e-9), 2 * size, MAX_BLOCK)))
 
 
 def run_point(setup, point, writer, progress, trials, stop=None):
-    """Simulate ``trials`` (indices) of one sweep point, appending to ``writer``. On Stop (from
-    ``stop.check()``) or any other exception, the trials finished so far are written first."""
+    """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
+    blocks are appended every FLUSH_SECONDS (an append costs about a millisecond, so small blocks
+    are not appended one by one) and, on Stop (from ``stop.check()``) or any other exception,
+    before it propagates; the unfinished block is dropped."""
     names = list(setup.codes)
-    buffer = {name: [] for name in names}
-    done = []
+    done = {name: [] for name in names}
 
     def write():
-        if done:
-            for name in names:
-                writer.append(point.index, name, stack(buffer[name], done))
-                buffer[name].clear()
-            done.clear()
+        for name in names:
+            if done[name]:
+                writer.append(point.index, name, concat(done[name]))
+                done[name].clear()
         writer.flush()
 
-    last_flush = time.monotonic()
+    size, start, last_flush = 1, 0, time.monotonic()
     try:
-        for t in trials:
-            if stop is not None:
-                stop.check()
-            for name, rec in trial_records(setup, point.index, t, names, stop).items():
-                buffer[name].append(rec)
-            done.append(t)
-            progress.trial_done()
-            if time.monotonic() - last_flush > FLUSH_SECONDS:
+        while start < len(trials):
+            t0 = time.monotonic()
+            block = trials[start:start + size]
+            for name, columns in block_columns(setup, point.index, block, names, stop).items():
+                done[name].append(columns)
+            for _ in block:
+                progress.trial_done()
+            start += len(block)
+            now = time.monotonic()
+            size = next_size(len(block), now - t0)
+            if now - last_flush > FLUSH_SECONDS:
                 write()
-                last_flush = time.monotonic()
+                last_flush = now
     finally:
         write()
+
+
+def concat(blocks):
+    """The columns of consecutive blocks as one; a column some block lacks (an encoder's alpha
+    when no trial of the block was encoded) is NaN there."""
+    like = {k: column for columns in blocks for k, column in columns.items()}
+    return {k: np.concatenate([columns.get(k, np.full((len(columns["trial"]),) + v.shape[1:],
+                                                      np.nan)) for columns in blocks])
+            for k, v in like.items()}
 
 
 def prepare(job, points=None):

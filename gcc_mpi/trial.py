@@ -26,9 +26,11 @@ FIELDS_FLOAT = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_d
 
 def trial_rngs(seed, point_index, trial_index):
     """Generators for a trial's inputs and delays: SeedSequence(seed).spawn(...)[point].spawn(...)
-    [trial], built directly from its spawn key so any trial can be rerun on its own."""
-    ss = np.random.SeedSequence(seed, spawn_key=(point_index, trial_index))
-    return [np.random.default_rng(s) for s in ss.spawn(2)]
+    [trial].spawn(2), each built directly from its spawn key so any trial can be rerun on its own
+    (and without the parent sequences, which spawn() would only copy the key from)."""
+    return [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(point_index,
+                                                                          trial_index, i)))
+            for i in range(2)]
 
 
 class StopRule:
@@ -53,6 +55,24 @@ class StopRule:
     def simulate(self, arrival):
         """(received workers in arrival order, stop time) for arrival times of the active workers."""
         return self.simulate_erasures(arrival)[:2]
+
+    def fixed_count(self):
+        """How many results every trial stops at when that does not depend on which ones arrive
+        (no deadline, and done() only counts): the fastest that many are received. Else None."""
+        if self.deadline is None and (self.wait == "all" or not self.code.exact):
+            return self.need
+        return None
+
+    def simulate_block(self, arrivals):
+        """``simulate`` for each row of ``arrivals`` (trials x active workers): (list of received
+        workers in arrival order, stop times). When the count is fixed, one sort for the block."""
+        n = self.fixed_count()
+        if n is None:
+            both = [self.simulate(a) for a in arrivals]
+            return [r for r, _ in both], np.array([t for _, t in both], dtype=float)
+        order = np.argsort(arrivals, axis=1, kind="stable")[:, :n]
+        t_stop = np.take_along_axis(arrivals, order[:, n - 1:], axis=1)[:, 0]
+        return list(self.code.active[order]), t_stop
 
     def simulate_erasures(self, arrival, ok=None):
         """(received, stop time, erased) when the active workers' results arrive at ``arrival``
@@ -122,15 +142,20 @@ def empty_record(N):
     return rec
 
 
+def timed_encode(code, X):
+    """(coded inputs of the active workers, record fields: t_encode and the encoder's facts)."""
+    t0 = time.perf_counter()
+    X_coded, info = code.encode(X)
+    return X_coded, {"t_encode": time.perf_counter() - t0, **info}
+
+
 def encode_record(code, X, delays):
     """Start one scheme's record of a trial: the delays, then the timed encode.
     Returns (record, coded inputs of the active workers)."""
     rec = empty_record(code.N)
     rec["delay"] = delays
-    t0 = time.perf_counter()
-    X_coded, info = code.encode(X)
-    rec["t_encode"] = time.perf_counter() - t0
-    rec.update(info)
+    X_coded, fields = timed_encode(code, X)
+    rec.update(fields)
     return rec, X_coded
 
 

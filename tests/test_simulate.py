@@ -6,8 +6,11 @@ import pytest
 from gcc_mpi.__main__ import main
 from gcc_mpi.codes import make_code
 from gcc_mpi.config import parse_job
+from gcc_mpi.erasures import evaluate_rows, summary
 from gcc_mpi.results import read_results
-from gcc_mpi.trial import PointSetup, StopRule
+from gcc_mpi.simulate import concat
+from gcc_mpi.trial import (PointSetup, StopRule, decode_and_score, encode_record, failed_record,
+                           trial_rngs)
 
 SMALL = """
 [job]
@@ -109,6 +112,31 @@ def test_stop_rules():
     assert sorted(received.tolist()) == [1] and t == 0.3  # not decodable: the trial fails
 
 
+@pytest.mark.parametrize("scheme, wait, S, deadline", [
+    ("bacc", "fastest", 3, None), ("gcc", "all", 0, None), ("letcc", "deadline", 0, 0.5),
+    ("uncoded", "fastest", 0, None), ("replication", "fastest", 4, None)])
+def test_simulate_block_stops_where_simulate_does_for_each_trial(scheme, wait, S, deadline):
+    """One sort for the block where the count is fixed (bacc, gcc), a loop otherwise; ties
+    (workers without delay) are broken by worker order either way."""
+    code = make_code(scheme, 12, 3)
+    rule = StopRule(code, wait, S, deadline)
+    arrivals = np.random.default_rng(0).random((50, len(code.active)))
+    arrivals[:, ::3] = 0.0
+    received, t_stop = rule.simulate_block(arrivals)
+    assert len(received) == len(t_stop) == 50
+    for a, r, t in zip(arrivals, received, t_stop):
+        alone = rule.simulate(a)
+        assert np.array_equal(r, alone[0]) and t == alone[1]
+
+
+def test_trials_draw_from_the_documented_seed_tree():
+    """Trial t of point p: inputs and delays from SeedSequence(seed).spawn(P)[p].spawn(T)[t]'s
+    two children, whatever P and T (what --point, --resume and the MPI run rely on)."""
+    tree = np.random.SeedSequence(7).spawn(3)[2].spawn(5)[4].spawn(2)
+    for rng, ss in zip(trial_rngs(7, 2, 4), tree, strict=True):
+        assert np.array_equal(rng.random(4), np.random.default_rng(ss).random(4))
+
+
 def test_a_scheme_that_cannot_decode_records_a_failed_trial(tmp_path):
     job = tmp_path / "deadline.toml"
     job.write_text(SMALL + '[decode]\nwait = "deadline"\ndeadline = 0.1\n')
@@ -161,3 +189,130 @@ def test_analyze_json_rows(small_run, capsys):
     assert len(rows) == 12 and rows[0]["scheme"] == "uncoded" and rows[0]["mse_db"] is None
     gcc = [r for r in rows if r["scheme"] == "gcc" and r["point"] == {"stragglers.count": 2}][0]
     assert gcc["trials"] == 6 and gcc["mse_db"] < -10 and gcc["relacc"] is None
+
+
+# -- blocks of trials: the same results as one trial at a time --------------------------------
+MLP = """
+[job]
+name = "mlp"
+seed = 2
+trials = 40
+[data]
+batch = 10
+[code]
+workers = 40
+schemes = ["uncoded", "replication", "bacc", "letcc", "gcc", "gcc-manifold"]
+[stragglers]
+count = 10
+"""
+FLAKY_F = '''
+import numpy as np
+
+
+def f(X):
+    """Raises on rows with x0 > 0.9 (in a batch of trials' own inputs too: failed references),
+    NaN where x1 > 0.9."""
+    if np.any(X[:, 0] > 0.9):
+        raise ValueError("x0 > 0.9")
+    Y = np.column_stack([np.tanh(X).sum(1), (X ** 2).sum(1)])
+    Y[X[:, 1] > 0.9] = np.nan
+    return Y
+'''
+FLAKY = """
+[job]
+name = "flaky"
+seed = 5
+trials = 60
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "python"
+function = "flaky.py:f"
+[code]
+workers = 8
+schemes = ["uncoded", "replication", "bacc", "letcc", "gcc"]
+[stragglers]
+model = "exponential"
+[decode]
+stragglers = 2
+"""
+DEADLINE = SMALL.replace("trials = 6", "trials = 40").replace("count = 2\n", "") + (
+    '[decode]\nwait = "deadline"\ndeadline = 0.1\n' + SWEEP.replace("[0, 2]", "[1, 3]"))
+TIMINGS = {"t_encode", "t_decode", "latency"}  # measured; t_scatter and t_wait are simulated
+
+
+def one_trial(setup, point_index, t):
+    """{scheme: record} of trial t computed alone, by the per-trial functions the MPI master
+    shares (draw, reference, encode_record, StopRule, evaluate_rows, decode_and_score,
+    failed_record) put together as the simulator did before it ran blocks."""
+    X, delays = setup.draw(point_index, t)
+    Y_true, why = setup.reference(X)
+    records = {}
+    for name, code in setup.codes.items():
+        if Y_true is None:
+            records[name] = failed_record(code.N, delays, why)
+            continue
+        rule, m = setup.rules[name], setup.target.output_dim
+        rec, X_coded = encode_record(code, X, delays)
+        arrival = delays[code.active]
+        received, t_stop = rule.simulate(arrival)
+        Y, codes, _ = evaluate_rows(setup.target, X_coded[received], m, batch=len(received) > 0)
+        if codes.any():
+            Y_all, codes, texts = evaluate_rows(setup.target, X_coded, m, batch=False)
+            received, t_stop, erased = rule.simulate_erasures(arrival, codes == 0)
+            Y = Y_all[received]
+            rec["error"][erased] = codes[erased]
+            rec["error_text"] = summary(rec["error"], texts)
+        rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier,
+                                    rec.get("alpha")))
+        rec["arrival"][received] = delays[received]
+        rec["used"][received] = True
+        rec.update(t_scatter=0.0, t_wait=t_stop)
+        records[name] = rec
+    return records
+
+
+@pytest.mark.parametrize("text, happens", [(MLP, set()), (DEADLINE, {"failed"}),
+                                           (FLAKY, {"failed", "error"})],
+                         ids=["mlp", "deadline", "erasures"])
+def test_blocks_give_the_results_of_one_trial_at_a_time_bit_for_bit(tmp_path, text, happens):
+    """The file `simulate` writes (trials in blocks of 1, 2, 4, ... as they grow) holds, bit for
+    bit but the timings, what each trial gives computed alone: the same received sets, erasures,
+    lambdas, nmse."""
+    (tmp_path / "flaky.py").write_text(FLAKY_F)
+    (tmp_path / "job.toml").write_text(text)
+    assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out.h5"),
+                 "-q"]) == 0
+    written = read_results(tmp_path / "out.h5")
+    job = parse_job(written.config_toml, base_dir=tmp_path)
+    happened = set()
+    for point, result in zip(job.points, written.points, strict=True):
+        setup = PointSetup.build(point.config, tmp_path)
+        trials = range(point.config.job.trials)
+        alone = [one_trial(setup, point.index, t) for t in trials]
+        for name, got in result.schemes.items():
+            want = {k: np.array([r[k] for r in (a[name] for a in alone)]) for k in got
+                    if k != "trial"}
+            assert np.array_equal(got["trial"], np.arange(len(trials)))
+            for key in set(want) - TIMINGS:
+                if name == "lcc" and key in ("mse", "nmse"):
+                    # scipy's BarycentricInterpolator permutes the nodes at random (global
+                    # RandomState): lcc's round-off differs from run to run, blocks or not
+                    np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-20)
+                    continue
+                assert got[key].dtype == want[key].dtype or key in ("reason", "error_text")
+                assert np.array_equal(got[key], want[key], equal_nan=got[key].dtype.kind == "f"), \
+                    (point.index, name, key)
+            happened |= {k for k in ("failed", "error") if got[k].any()}
+    assert happened == happens  # failed trials and erasures where the job provokes them
+
+
+def test_blocks_without_an_encoder_column_are_nan_there():
+    """A block where f failed on every trial's inputs encoded nothing, so has no alpha."""
+    a = {"trial": np.arange(2), "alpha": np.ones((2, 3))}
+    b = {"trial": np.arange(2, 3)}
+    both = concat([a, b])
+    assert np.array_equal(both["trial"], np.arange(3))
+    assert np.array_equal(both["alpha"], [[1, 1, 1], [1, 1, 1], [np.nan] * 3], equal_nan=True)
