@@ -33,6 +33,7 @@ else:  # pragma: no cover
 
 SCHEMES = ("uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold")
 MAX_POINTS = 100_000
+MAX_PIPELINE = 64  # decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
 
 
 # --- value checks: each is "what is allowed" and a function giving the normalised value or _NO ----
@@ -97,6 +98,11 @@ def _as_float(v):
 def _int(lo):
     ok = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and lo <= v <= 2**63 - 1  # noqa: E731
     return Check(f"an integer >= {lo}", lambda v: int(v) if ok(v) else _NO)
+
+
+def _int_range(lo, hi):
+    ok = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and lo <= v <= hi  # noqa: E731
+    return Check(f"an integer in [{lo}, {hi}]", lambda v: int(v) if ok(v) else _NO)
 
 
 def _num(lo=0.0, *, above=False, hi=None):
@@ -249,6 +255,7 @@ class DecodeSection:
     wait: str = setting(_choice("fastest", "deadline", "all"), "fastest")
     stragglers: int | str = setting(_or_words(_int(0), "auto"), "auto")   # S
     deadline: float | None = setting(_optional(_num(0.0, above=True)))    # seconds
+    pipeline: int = setting(_int_range(1, MAX_PIPELINE), 1)               # rounds in flight (MPI)
 
 
 @dataclass(frozen=True)

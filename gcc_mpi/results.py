@@ -291,9 +291,10 @@ class ResultWriter:
 
 
 def _resumable_config(toml_text):
-    """The job's TOML without the keys a resumed run may change (job.time_limit: how long this
-    run may take, not what it computes)."""
-    return re.sub(r"(?m)^time_limit = .*\n", "", toml_text)
+    """The job's TOML without the keys a resumed run may change: job.time_limit (how long this
+    run may take) and decode.pipeline (how many trials are in flight over MPI; files from before
+    the key existed lack it)."""
+    return re.sub(r"(?m)^(time_limit|pipeline) = .*\n", "", toml_text)
 
 
 # -- reading ---------------------------------------------------------------------------------

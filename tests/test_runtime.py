@@ -315,15 +315,34 @@ def test_a_single_process_says_how_to_launch_and_simulates(tmp_path):
 
 
 # -- the wire format and helpers, no MPI --------------------------------------------------------
+class FakeComm:
+    """Records the persistent requests Slots makes (no MPI)."""
+
+    def Recv_init(self, buf, source, tag):
+        return ("recv", buf, source, tag)
+
+    def Send_init(self, buf, dest, tag):
+        return ("send", buf, dest, tag)
+
+
 def test_task_messages_and_reply_checks():
-    buf = P.MasterBuffers(4, 5, 2)
+    slots = P.Slots(FakeComm(), depth=2, n=4, d=5, m=2, point=1)
+    assert slots.fits(2, 4, 5, 2) and not slots.fits(1, 4, 5, 2) and not slots.fits(2, 4, 6, 2)
+    workers = np.array([0, 2, 3])
     X_coded = np.arange(15.0).reshape(3, 5)
-    rows = P.fill_tasks(buf.task, 9, 4, 1, np.array([0.0, 0.5, 1.0]), X_coded)
+    task = slots.task[1]
+    P.fill_tasks(task, workers, 9, 4, np.array([0.0, 0.5, 1.0]), X_coded)
+    rows = task[workers]
     assert rows.shape == (3, P.HEADER + 5)
     assert rows[:, P.KIND].tolist() == [P.TASK] * 3 and rows[1, P.DELAY] == 0.5
     assert rows[0, [P.SEQ, P.TRIAL, P.POINT, P.DIM, P.OUT]].tolist() == [9, 4, 1, 5, 2]
     assert np.array_equal(rows[:, P.HEADER:], X_coded)
-    stop = P.fill_control(buf.stop[0], P.STOP, 9, 4)
+    assert not slots.task[0, :, P.SEQ].any() and not task[1, P.SEQ]  # other slot, idle worker
+    recvs, sends = slots.requests(1, [2, 3])  # slot 1, workers 2 and 3 = ranks 3 and 4
+    assert [(r[0], r[2]) for r in recvs] == [("recv", 3), ("recv", 4)]
+    assert sends[0][1] is not None and np.shares_memory(sends[0][1], slots.task[1, 2])
+    assert np.shares_memory(slots.recvs[4 + 2][1], slots.reply[1, 2])  # flat: slot * n + w
+    stop = P.fill_control(slots.stop[1, 0], P.STOP, 9, 4)
     assert stop.shape == (P.HEADER,) and stop[P.KIND] == P.STOP and stop[P.SEQ] == 9
     reply = np.array([9.0, 4.0, P.DONE, 1.0, 2.0])
     assert P.check_reply(reply, 9, 4, rank=3) == P.DONE
@@ -331,9 +350,12 @@ def test_task_messages_and_reply_checks():
         P.check_reply(np.array([8.0, 3.0, P.DONE]), 9, 4, rank=3)  # a late reply of round 8
     with pytest.raises(P.ProtocolError, match="status"):
         P.check_reply(np.array([9.0, 4.0, 7.0]), 9, 4, rank=3)
-    assert buf.fits(3, 5, 2) and not buf.fits(5, 5, 2) and not buf.fits(3, 6, 2)
-    buf.reply[[1, 2], P.REPLY_HEADER:] = [[1, 2], [3, 4]]
-    assert buf.outputs([2, 1]).tolist() == [[3, 4], [1, 2]] and buf.outputs([]).shape == (0, 2)
+    slots.reply[1, [1, 2], P.REPLY_HEADER:] = [[1, 2], [3, 4]]
+    assert slots.outputs(1, [2, 1]).tolist() == [[3, 4], [1, 2]]
+    assert slots.outputs(1, np.array([], int)).shape == (0, 2)
+    assert P.check_error((9, 4, 1, "worker 2: boom"), 9, 4, rank=3) == (1, "worker 2: boom")
+    with pytest.raises(P.ProtocolError, match="error message"):
+        P.check_error((8, 4, 1, "x"), 9, 4, rank=3)
 
 
 def test_wait_modes_and_launcher_environment(monkeypatch):

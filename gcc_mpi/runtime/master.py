@@ -1,27 +1,40 @@
 """Rank 0: load and check the job, then run every trial over the workers and write the results.
 
-One round = one scheme of one trial: encode (same code object as the simulator), post one
-Irecv per active worker, Isend each its TASK (coded input + injected delay), then take the
-completions one at a time in the order Testsome reports them, stamping each with its arrival
+One round = one scheme of one trial: encode (same code object as the simulator), start the
+persistent receive and TASK send of each active worker in a free slot (``protocol.Slots``),
+then take the completions in the order Testsome reports them, stamping each with its arrival
 time, until ``StopRule.done`` (or the deadline) — exactly the received sets the simulator builds
-from the delays. A FAILED reply (f raised, NaN/inf, wrong shape) is an erasure: recorded with its
-reason, not counted, and the master keeps waiting. Completions after the stop are not used.
-Decode and score with ``decode_and_score``; then STOP every worker still busy and receive all
-outstanding replies (a late result or a CANCELLED notice, discarded) so that no request is
-pending when the next round starts, or at shutdown. A trial's records are written together once
-every scheme is done, and the file is committed after every trial (see ``results``).
+from the arrival order. A FAILED reply (f raised, NaN/inf, wrong shape) is an erasure: recorded
+with its reason, not counted, and the master keeps waiting. Once a round is decided, every
+worker still busy with it gets a STOP, the round is decoded and scored (``decode_and_score``),
+and its slot is freed when every reply came (late results, erasures and CANCELLED notices are
+received and discarded), so no request is pending when the run ends.
 
-Stopping (SIGTERM, SIGINT, job.time_limit): the waits raise ``Stop``; the current trial is
-abandoned, the file closed with complete = false, the round's workers STOPped and drained and
-every rank sent EXIT — each step bounded by GRACE seconds, after which MPI_Abort ends the job.
+``decode.pipeline`` = D rounds may be in flight at once (D = 1: each round is scattered,
+decided, stopped and drained before the next starts). Rounds start in order as slots free up,
+so every worker holds TASKs of up to D rounds and does them in order; a straggler delays only
+its own later tasks, and only until the round it straggles in is decided (its STOP cuts the
+delay short; a STOP for a task it has not started makes it skip that task). Replies carry
+their (round, trial) and land in their own round's slot (MPI orders each worker's replies as
+their receives were started); a reply to a decided round is never used. Rounds finish out of
+order; a trial's records are written together once all its schemes are decided, in trial
+order, and the file is committed after every trial (see ``results``). A sweep point's rounds
+all finish before the next point starts (its shapes differ). ``decode.wait = "deadline"``
+counts from the round's own scatter, so time its tasks wait in a worker's queue counts against
+it, as in a serving system.
+
+Stopping (SIGTERM, SIGINT, job.time_limit): the waits raise ``Stop``; the rounds in flight are
+abandoned — their workers STOPped (queued tasks skipped) and drained — the file closed with
+complete = false (every trial committed before is kept) and every rank sent EXIT, each step
+bounded by GRACE seconds, after which MPI_Abort ends the job.
 
 A dead worker: started with ``mpiexec -disable-auto-cleanup``, hydra sends the other ranks
 SIGUSR1 instead of killing them. Rank 0 then finds which rank died from the pids the workers
-sent at start-up (processes on its own node), cancels the receive it had posted for it and treats
-it as a permanent straggler — never sent a task again, error code 4 (LOST) — and the job
-completes. A dead rank on another node cannot be told apart: the job stops as for SIGTERM,
-exit code 1. Without that option hydra kills every rank at once (the file keeps every trial
-committed before).
+sent at start-up (processes on its own node), cancels the requests of every round in flight to
+it and treats it as a permanent straggler — never sent a task again, error code 4 (LOST) — and
+the job completes. A dead rank on another node cannot be told apart: the job stops as for
+SIGTERM, exit code 1. Without that option hydra kills every rank at once (the file keeps every
+trial committed before).
 """
 
 import os
@@ -184,8 +197,37 @@ def _startup_check(notice):
                          "the job cannot start")
 
 
+class Round:
+    """One scheme of one trial in flight, in slot ``slot`` of the point's ``Slots``.
+
+    ``workers``: the active workers it sent a TASK (worker w = rank w + 1); ``pending``: those
+    whose reply has not come; ``got``: the workers whose results it uses, in arrival order.
+    ``t_stop`` is set when it stops waiting (its StopRule is satisfied, its deadline passed or
+    every reply came); ``stopped`` (the workers sent a STOP) once it was decided."""
+
+    __slots__ = ("seq", "trial", "name", "code", "rule", "rec", "Y_true", "slot", "workers",
+                 "pending", "sends", "stops", "stopped", "mask", "got", "texts", "erased",
+                 "t_start", "t_sent", "t_stop", "until", "drain", "decided")
+
+    def __init__(self, seq, trial, name, code, rule, rec, Y_true, slot, workers, texts):
+        self.seq, self.trial, self.name = seq, trial, name
+        self.code, self.rule, self.rec, self.Y_true = code, rule, rec, Y_true
+        self.slot, self.workers, self.texts = slot, workers, texts
+        self.pending = set(workers.tolist())
+        self.sends, self.stops, self.stopped = [], {}, ()
+        self.mask = np.zeros(code.N, bool)
+        self.got = []
+        self.erased = 0          # FAILED replies received while waiting
+        self.t_start = self.t_sent = self.t_stop = self.until = None
+        self.drain = 0.0         # seconds spent stopping and draining it (not decoding)
+        self.decided = None      # time.perf_counter() when its record was made
+
+
 class Master:
     """The master's side of the protocol; ``run`` records every trial of the prepared points.
+
+    Up to ``decode.pipeline`` rounds are in flight (``rounds``, by slot); with 1 each round is
+    scattered, decided, stopped and drained before the next starts.
 
     ``stop``: a StopFlag (SIGTERM, SIGINT, job.time_limit); ``notice``: counts hydra's dead-
     process notices; ``peers``: {rank: (pid, host)} from READY; ``host``: this rank's host."""
@@ -197,11 +239,14 @@ class Master:
         self.seen_notices = 0
         self.dead = set()       # ranks that died (permanent stragglers)
         self.orphans = []       # requests to dead ranks that could not be completed
-        self.current = None     # the round in flight: (buf, recvs, sends, ranks, seq, trial)
-        self.where = (0, 0)     # (point, trial) in progress, for messages
+        self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
+        self.slots = None       # the current point's buffers and persistent requests
+        self.rounds = {}        # slot -> Round in flight
+        self.limit = None       # perf_counter() bound on every wait while abandoning
+        self.where = (0, 0)     # (point, trial) last started, for messages
+        self.depth, self.classifier = 1, False
         waiter.check = self._check
         self.seq = 0
-        self.buffers = None
         self.stats = dict(rounds=0, tasks=0, used=0, unused=0, stopped=0, cancelled=0,
                           crossed=0, failed=0, lost=0, drain=0.0)
 
@@ -213,160 +258,246 @@ class Master:
 
     # -- the run --------------------------------------------------------------------------
     def run(self, prepared, writer, progress):
-        from ..simulate import stack
-        from ..trial import failed_record
-
         for k, (point, setup) in enumerate(prepared):
             writer.add_point(point.index, point.params)
             names = list(setup.codes)
-            trials = point.config.job.trials
             first = writer.align(point.index, names)
             progress.start_point(k)
             progress.skip(first)
-            for t in range(first, trials):
-                self.where = (point.index, t)
-                try:
-                    self._check()
-                except RankFailure:  # a rank died between rounds
-                    self._bury([], [], [])
-                X, delays = setup.draw(point.index, t)
-                Y_true, why = setup.reference(X)
-                records = {}
-                for name in names:
-                    records[name] = (
-                        self.round(setup, name, point.index, t, X, Y_true, delays)
-                        if Y_true is not None  # else f failed on the inputs: no round at all
-                        else failed_record(setup.codes[name].N, delays, why))
-                for name, rec in records.items():  # the trial is written whole, or not at all
-                    writer.append(point.index, name, stack([rec], [t]))
-                writer.flush()
-                progress.trial_done()
+            self.open(setup, point.index, point.config.decode.pipeline)
+            self._run_point(setup, point.index, names, range(first, point.config.job.trials),
+                            writer, progress)
+        self.close()
         progress.close()
 
-    def round(self, setup, name, point, trial, X, Y_true, delays):
-        """One scheme's record for one trial, computed by the workers."""
-        from ..trial import decode_and_score, encode_record
+    def _run_point(self, setup, point, names, trials, writer, progress):
+        """Every round of ``trials``, up to ``self.depth`` in flight; each trial's records are
+        written together once all its schemes are decided, in trial order."""
+        from ..simulate import stack
+        from ..trial import failed_record
 
-        code, rule = setup.codes[name], setup.rules[name]
-        rec, X_coded = encode_record(code, X, delays)
+        records = {}  # trial -> {scheme: record}, until the trial is written
 
-        buf = self._buffers(code.N, X_coded.shape[1], setup.target.output_dim)
-        self.seq += 1
-        seq = self.seq
-        error, texts = rec["error"], [""] * code.N
-        active = code.active
-        if self.dead:  # permanent stragglers: no task, no reply
-            alive = np.array([int(w) + 1 not in self.dead for w in active])
-            for w in active[~alive]:
-                error[w], texts[w] = LOST, f"rank {int(w) + 1} died earlier"
-            active, X_coded = active[alive], X_coded[alive]
-        n = len(active)
-        P.fill_tasks(buf.task, seq, trial, point, delays[active], X_coded)
-        ranks = [int(w) + 1 for w in active]
-        comm, reply = self.comm, buf.reply
+        def collect(retired):
+            for r in retired:
+                records[r.trial][r.name] = r.rec
+            while records:
+                t = min(records)
+                if len(records[t]) < len(names):
+                    return
+                done = records.pop(t)
+                for name in names:  # the trial is written whole, or not at all
+                    writer.append(point, name, stack([done[name]], [t]))
+                writer.flush()
+                progress.trial_done()
 
-        t_start = time.perf_counter()
-        buf.task[:n, P.SENT] = time.monotonic()
-        recvs = [comm.Irecv(reply[i], source=r, tag=P.REPLY) for i, r in enumerate(ranks)]
-        sends = [comm.Isend(buf.task[i], dest=r, tag=P.CTRL) for i, r in enumerate(ranks)]
-        t_sent = time.perf_counter()
-        self.current = (buf, recvs, sends, ranks, seq, trial)
-
-        mask = np.zeros(code.N, bool)
-        erased = 0            # FAILED replies received while waiting
-        got = []              # positions (into active) of the results used, in arrival order
-        arrival = rec["arrival"]
-        until = None if rule.deadline is None else t_start + rule.deadline
-        finished = False
-        while not finished:
+        for t in trials:
+            self.where = (point, t)
             try:
-                done = self.waiter.some(recvs, until)
-            except RankFailure:
-                for i in self._bury(ranks, recvs, sends):
-                    error[active[i]] = LOST
-                    texts[active[i]] = f"rank {ranks[i]} died"
-                continue
-            now = time.perf_counter()
-            if not done or (until is not None and now > until):
-                break  # every worker replied, or the deadline passed
-            for i in done:
-                w = active[i]
-                if P.check_reply(reply[i], seq, trial, ranks[i]) == P.FAILED:
-                    error[w], texts[w] = self._error(ranks[i], seq, trial)
-                    erased += 1
+                self._check()
+            except RankFailure:  # a rank died between rounds
+                self._bury()
+            X, delays = setup.draw(point, t)
+            Y_true, why = setup.reference(X)
+            records[t] = {}
+            for name in names:
+                if Y_true is None:  # f failed on the inputs: no round at all
+                    records[t][name] = failed_record(setup.codes[name].N, delays, why)
                     continue
-                mask[w] = True
-                got.append(i)
-                arrival[w] = now - t_start
-                if rule.done(mask, len(got)):
-                    finished = True
-                    break
-        t_stop = time.perf_counter()
+                while len(self.rounds) >= self.depth:
+                    collect(self.advance())
+                self.start(setup, name, point, t, X, Y_true, delays)
+            collect(())
+        while self.rounds:
+            collect(self.advance())
 
-        received = active[got]
-        rec.update(decode_and_score(code, received, buf.outputs(got), Y_true,
-                                    setup.target.classifier, rec.get("alpha")))
-        rec["used"][received] = True
-        rec["error_text"] = summary(error, texts)
-        rec["t_scatter"] = t_sent - t_start
-        rec["t_wait"] = t_stop - t_sent
-        rec["latency"] = rec["t_encode"] + (t_stop - t_start) + rec["t_decode"]
-        self._finish(len(got), erased)
-        return rec
+    def open(self, setup, point, depth):
+        """Buffers and persistent requests for ``depth`` rounds of a point's shape."""
+        n = max(code.N for code in setup.codes.values())
+        shape = (depth, n, setup.dataset.dim, setup.target.output_dim)
+        self.depth, self.classifier = depth, setup.target.classifier
+        if self.slots is None or not self.slots.fits(*shape):
+            self.close()
+            self.slots = P.Slots(self.comm, *shape, point)
+        else:
+            self.slots.task[:, :, P.POINT] = point
 
-    def _error(self, rank, seq, trial):
-        """(code, text) of the ERROR message that came with rank's FAILED reply (the worker
-        sent it just before)."""
-        self.stats["failed"] += 1
-        while rank not in self.dead:
-            try:
-                message = self.waiter.recv_object(self.comm, rank, P.ERROR)
-                return P.check_error(message, seq, trial, rank)
-            except RankFailure:
-                _, recvs, sends, ranks, _, _ = self.current
-                self._bury(ranks, recvs, sends)
-        return LOST, f"rank {rank} died"
+    def close(self):
+        """Free the persistent requests (none is active once every round retired)."""
+        if self.slots is not None:
+            self.slots.release(keep=self.orphans)
+            self.slots = None
 
-    def _finish(self, used, erased=0):
-        """STOP every worker whose reply has not come, then complete every request of the
-        round: replies that come now (late results, erasures or CANCELLED notices) are
-        discarded."""
-        buf, recvs, sends, ranks, seq, trial = self.current
+    def round(self, setup, name, point, trial, X, Y_true, delays):
+        """One scheme's record for one trial, computed by the workers with nothing else in
+        flight (after ``open``)."""
+        r = self.start(setup, name, point, trial, X, Y_true, delays)
+        while self.rounds.get(r.slot) is r:
+            self.advance()
+        return r.rec
+
+    def start(self, setup, name, point, trial, X, Y_true, delays):
+        """Encode one scheme's inputs of a trial and scatter them in a free slot."""
+        from ..trial import encode_record
+
+        code = setup.codes[name]
+        rec, X_coded = encode_record(code, X, delays)
+        workers, texts = code.active, [""] * code.N
+        if self.dead:  # permanent stragglers: no task, no reply
+            alive = np.array([int(w) + 1 not in self.dead for w in workers])
+            for w in workers[~alive]:
+                rec["error"][w], texts[w] = LOST, f"rank {int(w) + 1} died earlier"
+            workers, X_coded = workers[alive], X_coded[alive]
+        slots = self.slots
+        slot = slots.free.pop()
+        self.seq += 1
+        r = Round(self.seq, trial, name, code, setup.rules[name], rec, Y_true, slot, workers,
+                  texts)
+        task = slots.task[slot]
+        P.fill_tasks(task, workers, self.seq, trial, delays[workers], X_coded)
+        recvs, r.sends = slots.requests(slot, workers)
+        Startall = self.MPI.Prequest.Startall
+
+        r.t_start = time.perf_counter()
+        task[workers, P.SENT] = time.monotonic()
+        Startall(recvs)  # before any later round's: replies land in their own round's slot
+        Startall(r.sends)
+        r.t_sent = time.perf_counter()
+        if r.rule.deadline is not None:
+            r.until = r.t_start + r.rule.deadline
+        self.rounds[slot] = r
+        self.stats["tasks"] += len(workers)
+        return r
+
+    def advance(self):
+        """Wait once for replies (or the next deadline) and act on what came: use or discard
+        each reply, decide the rounds that stop waiting, retire the rounds whose every reply
+        came. Returns the retired rounds."""
+        waiting = [r.until for r in self.rounds.values() if r.t_stop is None and r.until]
+        until = min(waiting, default=None)
+        if self.limit is not None:
+            until = min(until or self.limit, self.limit)
+        try:
+            done = self.waiter.some(self.slots.recvs, until)
+        except RankFailure:
+            self._bury()
+            done = None
+        now = time.perf_counter()
+        if done:
+            n, rounds = self.slots.n, self.rounds
+            for i in done:  # in the order MPI reports them, as the simulator's arrival order
+                slot, w = divmod(i, n)
+                self._take(rounds[slot], w, now)
+        retired = []
+        for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+            if r.t_stop is None and (not r.pending or (r.until is not None and now > r.until)):
+                r.t_stop = now  # every reply came, or the deadline passed
+            if r.t_stop is not None and r.decided is None:
+                self._decide(r)
+            if r.decided is not None and not r.pending:
+                retired.append(self._retire(r))
+        if self.rounds and self.limit is not None and time.perf_counter() > self.limit:
+            raise WorkerLost("the rounds in flight could not be drained in time")
+        return retired
+
+    def _take(self, r, w, now):
+        """Worker w's reply to round r, received at ``now``."""
+        r.pending.discard(w)
+        status = P.check_reply(self.slots.reply[r.slot, w], r.seq, r.trial, w + 1)
+        if r.t_stop is None and r.until is not None and now > r.until:
+            r.t_stop = now  # came after the deadline: not used
+        if r.t_stop is not None:  # decided already: a late result, discarded
+            self._late(r, w, status)
+            return
+        if status == P.FAILED:
+            r.rec["error"][w], r.texts[w] = self._error(w + 1, r.seq, r.trial)
+            r.erased += 1
+            return
+        if status != P.DONE:
+            raise P.ProtocolError(f"rank {w + 1} cancelled round {r.seq} without a STOP")
+        r.mask[w] = True
+        r.got.append(w)
+        r.rec["arrival"][w] = now - r.t_start
+        if r.rule.done(r.mask, len(r.got)):
+            r.t_stop = now
+
+    def _late(self, r, w, status):
+        s = self.stats
+        if status == P.FAILED:
+            self._error(w + 1, r.seq, r.trial)  # received and discarded
+        if w not in r.stopped:
+            s["unused"] += 1       # came before its STOP was due
+        elif status == P.CANCELLED:
+            s["cancelled"] += 1
+        else:
+            s["crossed"] += 1      # crossed the STOP on the wire (or f could not be stopped)
+
+    def _decide(self, r, decode=True):
+        """Round r stops waiting: STOP its workers still busy (a queued TASK is then skipped),
+        then decode and score what came (unless ``decode`` is false: a stop of the run)."""
+        from ..trial import decode_and_score
+
         t0 = time.perf_counter()
-        pending = [i for i, r in enumerate(recvs) if r]
-        stops = [None] * len(ranks)
-        for i in pending:
-            stops[i] = self.comm.Isend(P.fill_control(buf.stop[i], P.STOP, seq, trial),
-                                       dest=ranks[i], tag=P.CTRL)
+        stop_rows, seq, trial = self.slots.stop[r.slot], r.seq, r.trial
+        Isend, fill = self.comm.Isend, P.fill_control
+        for w in r.pending:
+            r.stops[w] = Isend(fill(stop_rows[w], P.STOP, seq, trial), dest=w + 1, tag=P.CTRL)
+        r.stopped = set(r.pending)
+        t1 = time.perf_counter()
+        r.drain = t1 - t0
+        if decode:
+            rec, received = r.rec, np.array(r.got, dtype=np.int64)
+            rec.update(decode_and_score(r.code, received, self.slots.outputs(r.slot, received),
+                                        r.Y_true, self.classifier, rec.get("alpha")))
+            rec["used"][received] = True
+            rec["error_text"] = summary(rec["error"], r.texts)
+            rec["t_scatter"] = r.t_sent - r.t_start
+            rec["t_wait"] = r.t_stop - r.t_sent
+            rec["latency"] = rec["t_encode"] + (r.t_stop - r.t_start) + rec["t_decode"]
+            self.stats["used"] += len(r.got)
+            self.stats["stopped"] += len(r.stopped)
+        r.decided = time.perf_counter()
+
+    def _retire(self, r):
+        """Round r got every reply: complete its sends and free its slot."""
         while True:
             try:
-                self.waiter.all(recvs + sends + [s for s in stops if s is not None])
+                if not self.waiter.all(r.sends + list(r.stops.values()), self.limit):
+                    raise WorkerLost("the sends of a round could not be completed in time")
                 break
             except RankFailure:
-                self._bury(ranks, recvs, sends, stops)
-        cancelled = 0
-        for i in pending:
-            if ranks[i] in self.dead:
-                continue
-            status = P.check_reply(buf.reply[i], seq, trial, ranks[i])
-            cancelled += status == P.CANCELLED
-            if status == P.FAILED:
-                self._error(ranks[i], seq, trial)
-        self.current = None
+                self._bury()
+        del self.rounds[r.slot]
+        self.slots.free.append(r.slot)
         s = self.stats
         s["rounds"] += 1
-        s["tasks"] += len(ranks)
-        s["used"] += used
-        s["unused"] += len(ranks) - used - erased - len(pending)
-        s["stopped"] += len(pending)
-        s["cancelled"] += cancelled
-        s["crossed"] += len(pending) - cancelled
-        s["drain"] += time.perf_counter() - t0
+        s["drain"] += r.drain + time.perf_counter() - r.decided
+        return r
 
-    def _bury(self, ranks, recvs, sends, stops=()):
-        """After hydra's notice: find the dead ranks (pids on this node), cancel this round's
-        requests to them, and return the positions in ``ranks`` that died. WorkerLost when no
-        dead rank can be found (it was on another node)."""
+    def _error(self, rank, seq, trial):
+        """(code, text) of the ERROR message that came with rank's FAILED reply to round
+        ``seq`` (the worker sent it just before; messages of other rounds that come first, in
+        a pipeline, are kept for their own replies)."""
+        self.stats["failed"] += 1
+        key = (rank, seq)
+        while key not in self.errors:
+            if rank in self.dead:
+                return LOST, f"rank {rank} died"
+            try:
+                message = self.waiter.recv_object(self.comm, rank, P.ERROR, self.limit)
+            except RankFailure:
+                self._bury()
+                continue
+            if message is None:
+                raise WorkerLost(f"rank {rank}'s error message for round {seq} did not come")
+            self.errors[(rank, message[0] if isinstance(message, tuple) and message else None)] \
+                = message
+        return P.check_error(self.errors.pop(key), seq, trial, rank)
+
+    def _bury(self):
+        """After hydra's notice: find the dead ranks (pids on this node), cancel every request
+        to them in the rounds in flight (a round still waiting records them LOST) and return
+        them. WorkerLost when no dead rank can be found (it was on another node)."""
         self.seen_notices = self.notice.count
         found = set()
         give_up = time.monotonic() + FIND_DEAD
@@ -379,52 +510,58 @@ class Master:
             if not found:
                 time.sleep(0.02)
         point, trial = self.where
-        for r in sorted(found):
-            print(f"gcc_mpi: rank {r} (worker {r - 1}, pid {self.peers[r][0]}) died during "
-                  f"trial {trial} of point {point}; it is a permanent straggler from now on "
-                  f"(error code {LOST} in the file)", file=sys.stderr, flush=True)
+        for rank in sorted(found):
+            print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {self.peers[rank][0]}) died "
+                  f"during trial {trial} of point {point}; it is a permanent straggler from now "
+                  f"on (error code {LOST} in the file)", file=sys.stderr, flush=True)
         self.dead |= found
         self.stats["lost"] += len(found)
-        lost = [i for i, r in enumerate(ranks) if r in found]
-        for i in lost:
-            for requests in (recvs, sends, stops):
-                if i < len(requests) and requests[i]:
-                    request = requests[i]
-                    try:
-                        request.Cancel()
-                    except self.MPI.Exception:
-                        pass
-                    if requests is recvs:
-                        request.Wait()  # a cancelled receive completes at once
-                    else:
-                        self.orphans.append(request)  # a send to the dead may never complete
-                    requests[i] = self.MPI.REQUEST_NULL
-        return lost
+        for r in self.rounds.values():
+            for k, w in enumerate(r.workers.tolist()):
+                if w + 1 in found:
+                    self._forget(r, k, w)
+        return found
 
-    def _buffers(self, n, d, m):
-        if self.buffers is None or not self.buffers.fits(n, d, m):
-            self.buffers = P.MasterBuffers(n, d, m)
-        return self.buffers
+    def _forget(self, r, k, w):
+        """Cancel round r's requests to dead worker w (its k-th)."""
+        if w in r.pending:
+            recv = self.slots.recvs[r.slot * self.slots.n + w]
+            self._cancel(recv)
+            recv.Wait()  # a cancelled receive completes at once
+            r.pending.discard(w)
+            if r.t_stop is None:
+                r.rec["error"][w], r.texts[w] = LOST, f"rank {w + 1} died"
+        for request in (r.sends[k], r.stops.pop(w, None)):
+            if request:
+                self._cancel(request)
+                self.orphans.append(request)  # a send to the dead may never complete
+        r.sends[k] = self.MPI.REQUEST_NULL
+
+    def _cancel(self, request):
+        try:
+            request.Cancel()
+        except self.MPI.Exception:
+            pass
 
     # -- the end ----------------------------------------------------------------------------
     def abandon(self, grace=GRACE):
-        """After a Stop in the middle of a round: STOP its workers and receive their replies
-        (each answers within a polling interval unless f is still running). True when the
-        round was drained within ``grace`` seconds."""
-        if self.current is None:
-            return True
-        buf, recvs, sends, ranks, seq, trial = self.current
-        until = time.perf_counter() + grace
-        pending = [i for i, r in enumerate(recvs) if r]
-        stops = [self.comm.Isend(P.fill_control(buf.stop[i], P.STOP, seq, trial),
-                                 dest=ranks[i], tag=P.CTRL) for i in pending]
-        if not self.waiter.all(recvs + sends + stops, until):
+        """After a Stop: STOP the workers of every round in flight (a queued TASK is skipped)
+        and receive their replies (each answers within a polling interval unless f is still
+        running); no record is made. True when every round was drained within ``grace``
+        seconds; the persistent requests are then freed."""
+        self.limit = time.perf_counter() + grace
+        try:
+            for r in self.rounds.values():
+                if r.decided is None:
+                    r.t_stop = r.t_stop or time.perf_counter()
+                    self._decide(r, decode=False)
+            while self.rounds:
+                self.advance()
+        except WorkerLost:
             return False
-        for i in pending:
-            if P.check_reply(buf.reply[i], seq, trial, ranks[i]) == P.FAILED:
-                if self.waiter.recv_object(self.comm, ranks[i], P.ERROR, until) is None:
-                    return False
-        self.current = None
+        finally:
+            self.limit = None
+        self.close()
         return True
 
     def shutdown(self, grace=None):
@@ -439,16 +576,21 @@ class Master:
             try:
                 return self.waiter.all(sends, until)
             except RankFailure:  # one more died: forget its EXIT
-                self._bury(ranks, [], sends)
+                for i, rank in enumerate(ranks):
+                    if rank in self._bury() and sends[i]:
+                        self._cancel(sends[i])
+                        self.orphans.append(sends[i])
+                        sends[i] = self.MPI.REQUEST_NULL
 
     def describe(self):
         s = self.stats
         late = s["unused"] + s["crossed"]
+        pipeline = f", pipeline {self.depth}" if self.depth > 1 else ""
         text = (f"gcc_mpi: {s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
-                f"worker ranks ({self.waiter.mode} waiting): {s['used']} results used, {late} "
-                f"late results discarded ({s['crossed']} crossed a STOP), {s['cancelled']} tasks "
-                f"cancelled while sleeping; {1e3 * s['drain'] / max(s['rounds'], 1):.2f} ms per "
-                "round to stop and drain")
+                f"worker ranks ({self.waiter.mode} waiting{pipeline}): {s['used']} results used, "
+                f"{late} late results discarded ({s['crossed']} crossed a STOP), "
+                f"{s['cancelled']} tasks cancelled while sleeping or queued; "
+                f"{1e3 * s['drain'] / max(s['rounds'], 1):.2f} ms per round to stop and drain")
         if s["failed"]:
             text += f"; {s['failed']} erasures (f failed on a worker)"
         if self.dead:

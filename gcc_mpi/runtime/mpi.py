@@ -216,7 +216,7 @@ class Waiter:
         backoff = self.idle
         backoff.reset()
         while True:
-            message = comm.Improbe(source, tag, status)
+            message = improbe(comm, source, tag, status)
             if message is not None:
                 return message
             if self.check is not None:
@@ -231,6 +231,8 @@ class Waiter:
         backoff.reset()
         while True:
             message = comm.improbe(source, tag)  # lowercase: sized for the pickle
+            if message is None:  # see ``improbe``
+                message = comm.improbe(source, tag)
             if message is not None:
                 return message.recv()
             if self.check is not None:
@@ -238,6 +240,16 @@ class Waiter:
             if until is not None and time.perf_counter() > until:
                 return None
             backoff.sleep()
+
+
+def improbe(comm, source, tag, status):
+    """``comm.Improbe`` that sees a message which arrived since the last call. MPICH (ch4, as
+    shipped in the wheel) matches against the messages it has already pulled in and only then
+    makes progress, so a probe right after a message arrived misses it and the next one finds
+    it: measured at 32 ranks on 2 cores, 99.98 % of TASKs were missed once, i.e. noticed a whole
+    back-off sleep (0.5-1 ms) late. A second probe right away costs a microsecond."""
+    message = comm.Improbe(source, tag, status)
+    return message if message is not None else comm.Improbe(source, tag, status)
 
 
 def where(comm):

@@ -6,29 +6,34 @@ pid)``; each worker builds f and answers READY (tag SETUP, pickled: its pid and 
 first trial. The pids let rank 0 tell which rank died when hydra reports a dead process (see
 ``master``); the master's pid names the socket of its witness (see ``witness``).
 
-Hot path (preallocated float64 buffers, uppercase Isend/Irecv; integers are exact in float64):
+Hot path (preallocated float64 buffers, persistent requests on the master; integers are exact
+in float64):
 
 master -> worker, tag CTRL, ``[kind, seq, trial, point, delay, sent, d, m] + x``
     TASK  (x: the coded input, d values): sleep ``delay`` seconds, then reply f(x) (m values).
-          ``sent`` is the master's time.monotonic() when it sent the round: a worker on the
-          master's node (same CLOCK_MONOTONIC) counts the delay from then, so how late an idle
-          worker notices the TASK does not add to it; a worker on another node counts from
-          when it received the TASK.
-    STOP  (header only): the result of round ``seq`` is no longer needed.
-    EXIT  (header only): leave the worker loop.
-    One tag for all three, so MPI's non-overtaking rule delivers them in the order sent: a STOP
-    for round s always comes before the TASK of any later round.
+          The delay counts from when the worker can start the task: ``sent`` (the master's
+          time.monotonic() when it sent the round) on the master's node (same CLOCK_MONOTONIC),
+          so how late an idle worker notices the TASK does not add to it; the receipt time on
+          another node; and never before the worker replied to its previous TASK (a worker
+          works through its TASKs in the order they came, one at a time).
+    STOP  (header only): the result of round ``seq`` is no longer needed. A worker that has
+          not started that TASK yet skips it; one that is sleeping its delay stops.
+    EXIT  (header only): leave the worker loop (sent only when no TASK is outstanding).
+    One tag for all three, so MPI's non-overtaking rule delivers them in the order sent: the
+    TASK of round s always comes before its STOP.
 worker -> master, tag REPLY, ``[seq, trial, status] + y``
-    status DONE: y = f(x) follows; CANCELLED: stopped while sleeping, nothing follows;
-    FAILED: f raised or returned NaN/inf or the wrong shape (an erasure), nothing follows —
-    the worker sent, just before, one pickled ``(seq, trial, code, text)`` with tag ERROR
-    (``erasures`` codes; the failure path only, so the hot path stays buffer-based).
+    status DONE: y = f(x) follows; CANCELLED: stopped (or skipped) before f ran, nothing
+    follows; FAILED: f raised or returned NaN/inf or the wrong shape (an erasure), nothing
+    follows — the worker sent, just before, one pickled ``(seq, trial, code, text)`` with tag
+    ERROR (``erasures`` codes; the failure path only, so the hot path stays buffer-based).
 
-``seq`` numbers the rounds of a run (one round = one scheme of one trial of one point), so
-every reply says which round and trial it belongs to. Every TASK gets exactly one reply, and
-the master receives it before it starts the next round: results that arrive after the master
-stopped waiting are received and discarded within their own round (with their ERROR message),
-and a reply whose header names another round is a protocol error, never data.
+``seq`` numbers the rounds of a run (one round = one scheme of one trial of one point). Up to
+``decode.pipeline`` rounds are in flight at once, each in its own *slot* (a TASK, REPLY and
+STOP row per worker). Every TASK gets exactly one reply, and a worker replies in the order of
+its TASKs; the master starts the receives of a round before those of any later round, so
+MPI's ordering puts each reply in its own round's slot, and a slot is reused only after every
+reply of its round came. A reply whose header names another round is a protocol error, never
+data; results that come after their round was decided are received and discarded.
 """
 
 import numpy as np
@@ -48,19 +53,14 @@ class ProtocolError(RuntimeError):
     """A message that the protocol does not allow (a bug, never bad input)."""
 
 
-def fill_tasks(task, seq, trial, point, delays, X_coded):
-    """Write one round's TASK messages into ``task`` (rows >= len(delays), HEADER + d columns);
-    the caller stamps column SENT just before sending."""
-    n, d = X_coded.shape
-    rows = task[:n]
-    rows[:, KIND] = TASK
-    rows[:, SEQ] = seq
-    rows[:, TRIAL] = trial
-    rows[:, POINT] = point
-    rows[:, DELAY] = delays
-    rows[:, DIM] = d
-    rows[:, HEADER:HEADER + d] = X_coded
-    return rows
+def fill_tasks(task, workers, seq, trial, delays, X_coded):
+    """Write one round's TASK messages into the rows ``workers`` of a slot's ``task`` array
+    (kind, point, d and m are set once per slot); the caller stamps column SENT just before
+    sending."""
+    task[workers, SEQ] = seq
+    task[workers, TRIAL] = trial
+    task[workers, DELAY] = delays
+    task[workers, HEADER:] = X_coded
 
 
 def check_error(message, seq, trial, rank):
@@ -81,30 +81,57 @@ def fill_control(row, kind, seq=0, trial=0):
 
 def check_reply(reply, seq, trial, rank):
     """The status of a reply, after checking that it belongs to round ``seq`` of ``trial``."""
-    if reply[R_SEQ] != seq or reply[R_TRIAL] != trial:
-        raise ProtocolError(f"rank {rank} replied for round {reply[R_SEQ]:.0f} (trial "
-                            f"{reply[R_TRIAL]:.0f}) while round {seq} (trial {trial}) was due")
-    status = reply[R_STATUS]
+    r_seq, r_trial, status = reply[:REPLY_HEADER].tolist()  # floats: cheaper than numpy scalars
+    if r_seq != seq or r_trial != trial:
+        raise ProtocolError(f"rank {rank} replied for round {r_seq:.0f} (trial {r_trial:.0f}) "
+                            f"while round {seq} (trial {trial}) was due")
     if status not in (DONE, CANCELLED, FAILED):
         raise ProtocolError(f"rank {rank} sent reply status {status!r}")
     return status
 
 
-class MasterBuffers:
-    """The master's preallocated buffers for up to ``n`` workers, inputs of dimension ``d`` and
-    outputs of dimension ``m``: one TASK row, one STOP row and one REPLY row per worker
-    (separate rows, so no buffer is reused while a request on it is pending)."""
+class Slots:
+    """The master's buffers and persistent requests for ``depth`` rounds in flight on ``n``
+    workers with inputs of dimension ``d`` and outputs of dimension ``m`` (one sweep point).
 
-    def __init__(self, n, d, m):
-        self.n, self.d, self.m = n, d, m
-        self.task = np.zeros((n, HEADER + d))
-        self.task[:, OUT] = m
-        self.stop = np.zeros((n, HEADER))
-        self.reply = np.zeros((n, REPLY_HEADER + m))
+    Slot s has, per worker w (rank w + 1), a TASK row ``task[s, w]``, a STOP row ``stop[s, w]``
+    and a REPLY row ``reply[s, w]``: no buffer is reused while a request on it is pending.
+    ``recvs`` and ``sends`` hold the persistent receive of REPLY and send of TASK for every
+    (slot, worker), flat: request i belongs to slot i // n, worker i % n. A round starts only
+    its own active workers' requests (``Startall``); one ``Testsome`` over ``recvs`` sees
+    every round in flight (inactive requests are ignored)."""
 
-    def fits(self, n, d, m):
-        return n <= self.n and d == self.d and m == self.m
+    def __init__(self, comm, depth, n, d, m, point):
+        self.depth, self.n, self.d, self.m = depth, n, d, m
+        self.task = np.zeros((depth, n, HEADER + d))
+        self.task[:, :, KIND] = TASK
+        self.task[:, :, POINT] = point
+        self.task[:, :, DIM] = d
+        self.task[:, :, OUT] = m
+        self.stop = np.zeros((depth, n, HEADER))
+        self.reply = np.zeros((depth, n, REPLY_HEADER + m))
+        self.recvs = [comm.Recv_init(self.reply[s, w], source=w + 1, tag=REPLY)
+                      for s in range(depth) for w in range(n)]
+        self.sends = [comm.Send_init(self.task[s, w], dest=w + 1, tag=CTRL)
+                      for s in range(depth) for w in range(n)]
+        self.free = list(range(depth))[::-1]  # slots not in use (pop takes slot 0 first)
 
-    def outputs(self, rows):
-        """The y parts of the replies in ``rows`` (a copy, in that order)."""
-        return self.reply[rows, REPLY_HEADER:]
+    def fits(self, depth, n, d, m):
+        return (depth, n, d, m) == (self.depth, self.n, self.d, self.m)
+
+    def requests(self, slot, workers):
+        """(receives, sends) of ``workers`` in ``slot``."""
+        base = slot * self.n
+        return ([self.recvs[base + w] for w in workers], [self.sends[base + w] for w in workers])
+
+    def outputs(self, slot, workers):
+        """The y parts of the replies of ``workers`` in ``slot`` (a copy, in that order)."""
+        return self.reply[slot, workers, REPLY_HEADER:]
+
+    def release(self, keep=()):
+        """Free every persistent request but those in ``keep`` (sends to a dead rank that may
+        never complete)."""
+        keep = {id(r) for r in keep}
+        for request in self.recvs + self.sends:
+            if request and id(request) not in keep:
+                request.Free()

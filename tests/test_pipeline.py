@@ -1,0 +1,161 @@
+"""decode.pipeline = D: up to D rounds in flight over MPI. The same trials and received sets as
+the simulator (and as D = 1) when the delays are well separated, late results never used in
+another round, a bad value refused on every rank, and a clean stop with rounds in flight.
+
+Launches reuse the helpers of tests/test_runtime.py and tests/test_faults.py (subprocesses
+with a timeout; nothing here asserts on wall-clock time).
+"""
+
+import re
+import signal
+
+import numpy as np
+import pytest
+from test_faults import SLOW, SLOW_F, Launch, assert_consistent, assert_same_results, lines
+from test_faults import run as run_job
+from test_faults import trials_in, write
+from test_runtime import LATE, SLOW_F as LATE_F, SMALL, assert_same_as_simulate, check_contract
+from test_runtime import launch, needs_mpiexec
+
+from gcc_mpi.config import load_job
+from gcc_mpi.erasures import LOST
+from gcc_mpi.results import read_results
+from gcc_mpi.trial import PointSetup, decode_and_score
+
+# Approximate schemes decoding from the fastest N - S: a round is decided without its two
+# stragglers (0.3 s late) and STOPs them, so a straggler holds up its own later tasks only
+# until that decision — milliseconds, against 0.3 s — and every received set is the
+# simulator's.
+PIPE = """
+[job]
+name = "pipe"
+seed = 11
+trials = 6
+[data]
+source = "gaussian"
+dim = 6
+batch = 3
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 2
+[code]
+workers = 8
+schemes = ["bacc", "letcc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 2
+delay = 0.3
+[decode]
+pipeline = 4
+"""
+
+
+@needs_mpiexec
+def test_pipelined_run_agrees_with_simulate_and_with_pipeline_1(tmp_path):
+    (tmp_path / "pipe.toml").write_text(PIPE)
+    code, _, err = launch(["run", "pipe.toml", "-o", "run.h5", "-q"], tmp_path, 9)
+    assert code == 0, err
+    assert "pipeline 4)" in err
+    run = read_results(tmp_path / "run.h5")
+    check_contract(run, 8, 6)  # one record per trial, in trial order
+    code, _, err = launch(["simulate", "pipe.toml", "-o", "sim.h5", "-q"], tmp_path)
+    assert code == 0, err
+    assert_same_as_simulate(run, read_results(tmp_path / "sim.h5"))
+    code, _, err = launch(["run", "pipe.toml", "-o", "one.h5", "-q", "--set",
+                           "decode.pipeline=1"], tmp_path, 9)
+    assert code == 0, err
+    assert_same_as_simulate(run, read_results(tmp_path / "one.h5"))
+
+
+@needs_mpiexec
+def test_pipelined_late_results_are_never_used_in_another_round(tmp_path):
+    """As tests/test_runtime.py's late-result test, with 4 rounds in flight: workers 6 and 7
+    compute for 0.2 s, so their tasks of later rounds queue up behind a result nobody needs
+    any more; each is skipped once its round is decided, or computed and discarded. Every
+    recorded nmse is replayed from the recorded used set: a result of another round would
+    change it."""
+    (tmp_path / "slow.py").write_text(LATE_F)
+    (tmp_path / "late.toml").write_text(LATE)
+    code, _, err = launch(["run", "late.toml", "-o", "run.h5", "-q", "--set",
+                           "decode.pipeline=4"], tmp_path, 9)
+    assert code == 0, err
+    stopped = re.search(r"(\d+) late results discarded \((\d+) crossed a STOP\), (\d+) tasks "
+                        r"cancelled", err)
+    assert int(stopped.group(2)) + int(stopped.group(3)) >= 3, err  # the situation happened
+    res = read_results(tmp_path / "run.h5")
+    check_contract(res, 8, 3)
+    job = load_job(tmp_path / "late.toml")
+    setup = PointSetup.build(job.points[0].config, job.base_dir)
+    d = res.points[0].schemes
+    for name in ("replication", "bacc", "gcc"):
+        assert not d[name]["used"][:, 6:].any(), name
+    for t in range(3):
+        X, Y_true, _ = setup.inputs(0, t)
+        for name, code_ in setup.codes.items():
+            X_coded, info = code_.encode(X)
+            received = np.flatnonzero(d[name]["used"][t])
+            rec = decode_and_score(code_, received, setup.target(X_coded[received]), Y_true,
+                                   False, info.get("alpha"))
+            np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=1e-9, atol=1e-20,
+                                       err_msg=f"trial {t}, {name}")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("value", ["0", "2.5", '"deep"', "65"])
+def test_a_bad_pipeline_value_is_one_line_and_exit_code_2(tmp_path, value):
+    (tmp_path / "small.toml").write_text(SMALL)
+    code, out, err = launch(["run", "small.toml", "--set", f"decode.pipeline={value}"],
+                            tmp_path, 5)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"gcc_mpi: error: decode.pipeline: must be an integer in [1, 64], got {value}"]
+    assert not (tmp_path / "results").exists()
+
+
+@needs_mpiexec
+def test_sigterm_with_rounds_in_flight_stops_cleanly_and_resume_completes(tmp_path):
+    """SIGTERM while 3 rounds are in flight: every round is STOPped and drained, the file keeps
+    the trials committed (whole, in order) and --resume gives what an uninterrupted run does."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    sets = ["-q", "--set", "job.trials=24", "--set", "decode.pipeline=3"]
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", *sets], tmp_path, ranks=5)
+    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 40, "40 calls of f")
+    job.signal(signal.SIGTERM)
+    code, _, err = job.wait()
+    assert code == 143, err
+    assert re.search(r"gcc_mpi: stopped by SIGTERM after \d+ of 24 trials; cut.h5 holds them "
+                     r"\(complete = false\)", err), err
+    assert "MPI_Abort" not in err and "witness" not in err
+    cut = read_results(tmp_path / "cut.h5")
+    assert not cut.complete
+    assert_consistent(cut, at_most=23)
+    assert trials_in(tmp_path / "cut.h5") >= 1
+    code, _, err = run_job(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path,
+                           ranks=5)
+    assert code == 0, err
+    code, _, err = run_job(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
+    assert code == 0, err
+    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+
+
+@needs_mpiexec
+def test_a_worker_that_exits_with_rounds_in_flight_is_a_permanent_straggler(tmp_path):
+    """As in tests/test_faults.py, with 3 rounds in flight: rank 0 cancels the dead rank's
+    requests in every round, records it LOST in the rounds still waiting and completes."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    code, _, err = run_job(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8",
+                            "--set", "decode.pipeline=3"], tmp_path, ranks=5,
+                           mpiexec_options=["-disable-auto-cleanup"],
+                           env={"DIE_RANK": "3", "DIE_AT": "5", "DIE_HOW": "exit"})
+    assert code == 3, err  # hydra returns the dead rank's exit code
+    died = re.search(r"gcc_mpi: rank 3 \(worker 2, pid \d+\) died during trial (\d+)", err)
+    assert died, err
+    res = read_results(tmp_path / "slow.h5")
+    assert res.complete
+    assert_consistent(res, at_most=8)
+    t = int(died.group(1))
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 8
+        assert (d["error"][t + 1:, 2] == LOST).all() and not d["used"][t + 1:, 2].any(), name
+    assert not res.points[0].schemes["bacc"]["failed"].any()  # decoded from the other three
