@@ -78,10 +78,9 @@ def main():
         (_, setup), = prepare(job)
         master = Master(comm, MPI, Waiter(MPI, mode))
         master.open(setup, 0, 1)
-        floor, protocol, rounds = [], [], []
+        floor, floor_f, protocol, rounds = [], [], [], []
     else:
         targets = build_targets(job.to_toml(), ".", [(64, 10)])
-        floor_f = []
     for b in range(args.blocks + 1):  # block 0 warms all up and is not counted
         timed = []
         for f in (None, "target"):  # the bare floor, then the floor whose workers compute f
