@@ -95,7 +95,7 @@ def scheme_block(setup, name, block):
     ran = []
     for i, why in enumerate(block.why):
         if why:
-            records.put(i, failed_record(code.N, block.delays[i], why))
+            records.put(i, failed_record(code, block.delays[i], why))
         else:
             ran.append(i)
     arrivals = block.delays[ran][:, code.active]

@@ -159,10 +159,13 @@ def encode_record(code, X, delays):
     return rec, X_coded
 
 
-def failed_record(N, delays, reason):
-    """The record of a trial that could not run at all (f failed on its inputs)."""
-    rec = empty_record(N)
+def failed_record(code, delays, reason):
+    """The record of a trial that could not run at all (f failed on its inputs); a code that
+    chooses each trial's alpha records none (NaN) for it."""
+    rec = empty_record(code.N)
     rec.update(failed=True, reason=reason, delay=delays)
+    if code.trial_alpha:
+        rec["alpha"] = np.full(code.K, np.nan)
     return rec
 
 

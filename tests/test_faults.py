@@ -217,7 +217,7 @@ kind = "python"
 function = "flaky.py:f"
 [code]
 workers = 8
-schemes = ["uncoded", "bacc", "gcc"]
+schemes = ["uncoded", "bacc", "gcc", "gcc-manifold"]
 [stragglers]
 model = "none"
 [decode]

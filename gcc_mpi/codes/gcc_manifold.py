@@ -18,6 +18,8 @@ from .smoother import KernelSmoother
 
 
 class ManifoldGCC(GCC):
+    trial_alpha = True
+
     def __init__(self, N, K, kernel="matern52", lengthscale=1.0, lambda_enc="auto",
                  lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",
                  laplacian=0.0, pool_rows=None):

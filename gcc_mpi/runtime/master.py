@@ -302,7 +302,7 @@ class Master:
             records[t] = {}
             for name in names:
                 if Y_true is None:  # f failed on the inputs: no round at all
-                    records[t][name] = failed_record(setup.codes[name].N, delays, why)
+                    records[t][name] = failed_record(setup.codes[name], delays, why)
                     continue
                 while len(self.rounds) >= self.depth:
                     collect(self.advance())
