@@ -19,8 +19,10 @@ ILL_CONDITIONED = 1e8  # Lebesgue constant beyond which rounding errors reach ~1
 
 
 def lagrange_matrix(nodes, z):
-    """Matrix L (len(z) x len(nodes)): L @ y is the interpolating polynomial at z."""
-    return BarycentricInterpolator(nodes, np.eye(len(nodes)))(z)
+    """Matrix L (len(z) x len(nodes)): L @ y is the interpolating polynomial at z. scipy visits
+    the nodes in a random order when it computes the weights (for stability); a fixed rng keeps
+    every run's last bits the same."""
+    return BarycentricInterpolator(nodes, np.eye(len(nodes)), rng=0)(z)
 
 
 class LCC(LinearCode):
