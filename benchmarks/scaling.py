@@ -5,8 +5,8 @@
 --mpi R...: for each R, `mpiexec -n R python -m gcc_mpi run` of the digits MLP with N = R - 1
 workers, K = 4, zero delay and decode.wait = "all" (so t_wait is pure protocol: the workers' f
 plus messaging plus the master's polling), schemes bacc, letcc and gcc. Prints the medians of
-t_encode, t_scatter, t_wait and t_decode per trial, their sum and the trials per second of the
-whole run (start-up excluded). More ranks than cores is oversubscription: wait grows with R.
+t_encode, t_scatter, t_wait and t_decode per trial and their sum. More ranks than cores is
+oversubscription: wait grows with R.
 
 --simulate: `python -m gcc_mpi simulate jobs/scale-n.toml --point I` for every N of that job
 (K = 64, N = 256 .. 4096, about 10% of results missing) in its own process, printing per scheme the
@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +45,13 @@ wait = "all"
 
 
 def run(cmd):
-    """Run cmd; its wall time (s) and peak resident memory (MiB) from the OS."""
-    t0 = time.perf_counter()
+    """Run cmd; its peak resident memory (MiB) from the OS."""
     proc = subprocess.Popen(cmd, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    return usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
 def ms(d, key):
@@ -63,22 +61,17 @@ def ms(d, key):
 def mpi_table(ranks, trials, tmp):
     print(f"MPI, digits MLP, K = 4, zero delay, wait all; medians in ms per trial ({trials} trials)")
     print(f"{'ranks':>5} {'N':>4} {'scheme':7} {'encode':>7} {'scatter':>8} {'wait':>8} {'decode':>7} "
-          f"{'sum':>8} {'trials/s':>9}")
+          f"{'sum':>8}")
     for r in ranks:
         out, job = f"{tmp}/mpi{r}.h5", Path(f"{tmp}/mpi{r}.toml")
         job.write_text(MPI_JOB.format(trials=trials, workers=r - 1))
-        wall1, _ = run(["mpiexec", "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job),
-                        "-o", out, "-q", "--set", "job.trials=1"])  # start-up alone
-        os.remove(out)
-        wall, _ = run(["mpiexec", "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job),
-                       "-o", out, "-q"])
+        run(["mpiexec", "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job), "-o", out, "-q"])
         point = read_results(out).points[0]
-        rate = 3 * (trials - 1) / max(wall - wall1, 1e-9)
         for scheme, d in point.schemes.items():
             parts = [ms(d, k) for k in ("t_encode", "t_scatter", "t_wait", "t_decode")]
             print(f"{r:5d} {r - 1:4d} {scheme:7} " + " ".join(f"{p:{w}.2f}" for p, w in
                                                               zip(parts, (7, 8, 8, 7)))
-                  + f" {sum(parts):8.2f} {rate:9.1f}")
+                  + f" {sum(parts):8.2f}")
 
 
 def simulate_table(trials, tmp):
@@ -89,7 +82,7 @@ def simulate_table(trials, tmp):
     print(f"{'N':>5} {'scheme':7} {'used':>5} {'encode':>7} {'decode':>8} {'nmse dB':>8} {'peak MiB':>9}")
     for p in job.points:
         out = f"{tmp}/sim{p.index}.h5"
-        _, peak = run([sys.executable, "-m", "gcc_mpi", "simulate", str(job_path), "-o", out, "-q",
+        peak = run([sys.executable, "-m", "gcc_mpi", "simulate", str(job_path), "-o", out, "-q",
                        "--point", str(p.index), "--set", f"job.trials={trials}"])
         point = read_results(out).points[0]
         for scheme, d in point.schemes.items():

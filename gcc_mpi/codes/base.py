@@ -17,13 +17,16 @@ class DecodeError(RuntimeError):
 
 class LinearCode:
     exact = False  # exact schemes decode f(X) exactly once decodable; approximate ones improve with more results
-    cache_size = 256  # received sets remembered: with few stragglers the same sets recur often
+    trial_alpha = False  # True: encode chooses each trial's alpha and reports it as info["alpha"]
 
     def __init__(self, N, K, alpha=None, beta=None):
         self.N, self.K = N, K
         self.alpha, self.beta = alpha, beta
         self.active = np.arange(N)  # workers that get a coded input
         self.E = None
+        # received sets remembered: with few workers the same sets recur often; with thousands
+        # they hardly ever do, and a decoder holds O(N^2) numbers (1 GB for 30 at N = 4096)
+        self.cache_size = int(np.clip(2**20 // N**2, 4, 256))
         self._cache = OrderedDict()
 
     # -- encoding ---------------------------------------------------------------------------
