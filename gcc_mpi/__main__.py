@@ -152,9 +152,9 @@ def cmd_validate(args):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = build_parser().parse_args(argv)
-        if args.command is None:  # the default job over MPI (in the simulator if one process)
-            args = build_parser().parse_args(["run"])
+        # run is the default command: no arguments, or options only (-o OUT.h5, --set ...)
+        leading_option = argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help")
+        args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
         args.argv = list(argv)
         return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
                 "merge": cmd_merge, "validate": cmd_validate}[args.command](args)

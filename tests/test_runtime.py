@@ -312,6 +312,9 @@ def test_a_single_process_says_how_to_launch_and_simulates(tmp_path):
     assert code == 0, err
     assert "mpiexec -n 32 python -m gcc_mpi`" in err and "gcc" in out
     assert len(list((tmp_path / "results").glob("default-*.h5"))) == 1
+    code, out, err = launch(["-o", "opts.h5", "--set", "job.trials=2", "-q"], tmp_path)
+    assert code == 0, err  # options only: still the default job
+    assert read_results(tmp_path / "opts.h5").attrs["config"].count("trials = 2") == 1
 
 
 # -- the wire format and helpers, no MPI --------------------------------------------------------
