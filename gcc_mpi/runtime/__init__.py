@@ -31,7 +31,7 @@ def run_command(args, *, simulate, default_output):
 
     size = mpi.launcher_size()
     if size is not None and size > 1:
-        from .master import load_job_for
+        from .run import load_job_for
 
         load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
         if mpi.launcher_rank() == 0:
@@ -53,7 +53,7 @@ def run_command(args, *, simulate, default_output):
             return simulate(args)
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
-                from .master import main_master
+                from .run import main_master
                 code = main_master(comm, args, default_output, stop, notice)
             else:
                 from .worker import main_worker
