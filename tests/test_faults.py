@@ -340,12 +340,16 @@ def test_a_killed_worker_ends_the_job_naming_it_and_keeps_every_finished_trial(t
 
 
 @needs_mpiexec
-def test_a_worker_that_exits_under_disable_auto_cleanup_is_a_permanent_straggler(tmp_path):
+@pytest.mark.parametrize("pipeline", [1, 3])
+def test_a_worker_that_exits_under_disable_auto_cleanup_is_a_permanent_straggler(tmp_path, pipeline):
     """A worker that ends without a signal (here os._exit(3) in f) under
     `mpiexec -disable-auto-cleanup`: hydra notifies the others (SIGUSR1), rank 0 names the dead
-    rank, never sends it a task again (error code 4) and the job completes."""
+    rank, never sends it a task again (error code 4) and the job completes. With 3 rounds in
+    flight rank 0 cancels the dead rank's requests in every round and records it LOST in the
+    rounds still waiting."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8"],
+    code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8",
+                        "--set", f"decode.pipeline={pipeline}"],
                        tmp_path, ranks=5, mpiexec_options=["-disable-auto-cleanup"],
                        env={"DIE_RANK": "3", "DIE_AT": "5", "DIE_HOW": "exit"})
     assert code == 3, err  # hydra returns the dead rank's exit code

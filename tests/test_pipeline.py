@@ -9,18 +9,14 @@ with a timeout; nothing here asserts on wall-clock time).
 import re
 import signal
 
-import numpy as np
 import pytest
 from test_faults import SLOW, SLOW_F, Launch, assert_consistent, assert_same_results, lines
 from test_faults import run as run_job
 from test_faults import trials_in, write
 from test_runtime import LATE, SLOW_F as LATE_F, SMALL, assert_same_as_simulate, check_contract
-from test_runtime import launch, needs_mpiexec
+from test_runtime import check_late_results_unused, launch, needs_mpiexec
 
-from gcc_mpi.config import load_job
-from gcc_mpi.erasures import LOST
 from gcc_mpi.results import read_results
-from gcc_mpi.trial import PointSetup, decode_and_score
 
 # Approximate schemes decoding from the fastest N - S: a round is decided without its two
 # stragglers (0.3 s late) and STOPs them, so a straggler holds up its own later tasks only
@@ -83,22 +79,7 @@ def test_pipelined_late_results_are_never_used_in_another_round(tmp_path):
     stopped = re.search(r"(\d+) late results discarded \((\d+) crossed a STOP\), (\d+) tasks "
                         r"cancelled", err)
     assert int(stopped.group(2)) + int(stopped.group(3)) >= 3, err  # the situation happened
-    res = read_results(tmp_path / "run.h5")
-    check_contract(res, 8, 3)
-    job = load_job(tmp_path / "late.toml")
-    setup = PointSetup.build(job.points[0].config, job.base_dir)
-    d = res.points[0].schemes
-    for name in ("replication", "bacc", "gcc"):
-        assert not d[name]["used"][:, 6:].any(), name
-    for t in range(3):
-        X, Y_true, _ = setup.inputs(0, t)
-        for name, code_ in setup.codes.items():
-            X_coded, info = code_.encode(X)
-            received = np.flatnonzero(d[name]["used"][t])
-            rec = decode_and_score(code_, received, setup.target(X_coded[received]), Y_true,
-                                   False, info.get("alpha"))
-            np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=1e-9, atol=1e-20,
-                                       err_msg=f"trial {t}, {name}")
+    check_late_results_unused(tmp_path)
 
 
 @needs_mpiexec
@@ -137,25 +118,3 @@ def test_sigterm_with_rounds_in_flight_stops_cleanly_and_resume_completes(tmp_pa
     code, _, err = run_job(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
     assert code == 0, err
     assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
-
-
-@needs_mpiexec
-def test_a_worker_that_exits_with_rounds_in_flight_is_a_permanent_straggler(tmp_path):
-    """As in tests/test_faults.py, with 3 rounds in flight: rank 0 cancels the dead rank's
-    requests in every round, records it LOST in the rounds still waiting and completes."""
-    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    code, _, err = run_job(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8",
-                            "--set", "decode.pipeline=3"], tmp_path, ranks=5,
-                           mpiexec_options=["-disable-auto-cleanup"],
-                           env={"DIE_RANK": "3", "DIE_AT": "5", "DIE_HOW": "exit"})
-    assert code == 3, err  # hydra returns the dead rank's exit code
-    died = re.search(r"gcc_mpi: rank 3 \(worker 2, pid \d+\) died during trial (\d+)", err)
-    assert died, err
-    res = read_results(tmp_path / "slow.h5")
-    assert res.complete
-    assert_consistent(res, at_most=8)
-    t = int(died.group(1))
-    for name, d in res.points[0].schemes.items():
-        assert len(d["trial"]) == 8
-        assert (d["error"][t + 1:, 2] == LOST).all() and not d["used"][t + 1:, 2].any(), name
-    assert not res.points[0].schemes["bacc"]["failed"].any()  # decoded from the other three

@@ -226,6 +226,13 @@ def test_late_results_are_never_used(tmp_path):
     assert code == 0, err
     crossed = int(re.search(r"(\d+) crossed a STOP", err).group(1))
     assert crossed >= 3, err  # the situation was provoked (3 trials x 3 schemes x 2 workers)
+    check_late_results_unused(tmp_path)
+
+
+def check_late_results_unused(tmp_path):
+    """The LATE job's run.h5: the two slow workers are never used by the approximate schemes
+    (and replication), and every decode replayed here from its recorded used set gives the
+    recorded nmse (a result of another trial would change it)."""
     res = read_results(tmp_path / "run.h5")
     check_contract(res, 8, 3)
     job = load_job(tmp_path / "late.toml")
