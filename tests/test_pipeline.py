@@ -2,19 +2,19 @@
 the simulator (and as D = 1) when the delays are well separated, late results never used in
 another round, a bad value refused on every rank, and a clean stop with rounds in flight.
 
-Launches reuse the helpers of tests/test_runtime.py and tests/test_faults.py (subprocesses
-with a timeout; nothing here asserts on wall-clock time).
+Launches go through tests/mpirun.py (subprocesses with a timeout) and reuse jobs of
+tests/test_runtime.py and tests/test_faults.py; nothing here asserts on wall-clock time.
 """
 
 import re
 import signal
 
 import pytest
-from test_faults import SLOW, SLOW_F, Launch, assert_consistent, assert_same_results, lines
-from test_faults import run as run_job
-from test_faults import trials_in, write
+from mpirun import Launch, needs_mpiexec
+from mpirun import run as launch
+from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, lines, trials_in, write
 from test_runtime import LATE, SLOW_F as LATE_F, SMALL, assert_same_as_simulate, check_contract
-from test_runtime import check_late_results_unused, launch, needs_mpiexec
+from test_runtime import check_late_results_unused
 
 from gcc_mpi.results import read_results
 
@@ -112,9 +112,9 @@ def test_sigterm_with_rounds_in_flight_stops_cleanly_and_resume_completes(tmp_pa
     assert not cut.complete
     assert_consistent(cut, at_most=23)
     assert trials_in(tmp_path / "cut.h5") >= 1
-    code, _, err = run_job(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path,
+    code, _, err = launch(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path,
                            ranks=5)
     assert code == 0, err
-    code, _, err = run_job(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
+    code, _, err = launch(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
     assert code == 0, err
     assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))

@@ -1,57 +1,22 @@
 """The MPI runtime end to end: `mpiexec -n 5` and `-n 9` launched as subprocesses (with a
 timeout, so nothing can hang CI), checked against the HDF5 contract and against the simulator;
 late results; errors on any rank; the single-process fallback; the wire format without MPI.
-
 Nothing here asserts on wall-clock time: the delays only make the received sets unambiguous.
 """
-
 import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from mpirun import needs_mpiexec
+from mpirun import run as launch
 
 from gcc_mpi.config import load_job, parse_job
 from gcc_mpi.results import read_results
 from gcc_mpi.runtime import protocol as P
 from gcc_mpi.runtime.mpi import Backoff, launcher_rank, resolve_wait
 from gcc_mpi.trial import PointSetup, decode_and_score
-
-TIMEOUT = 120  # seconds per launch; a run here takes a few
-
-
-def _find_mpiexec():
-    near = Path(sys.executable).with_name("mpiexec")  # the mpich wheel's, next to this python
-    return str(near) if near.exists() else shutil.which("mpiexec")
-
-
-MPIEXEC = _find_mpiexec()
-needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
-
-
-def launch(args, cwd, ranks=None):
-    """Run `[mpiexec -n ranks] python -m gcc_mpi ARGS`; (exit code, stdout, stderr). On timeout
-    the whole process group is killed, so no rank outlives the test."""
-    cmd = [sys.executable, "-m", "gcc_mpi", *args]
-    if ranks is not None:
-        cmd = [MPIEXEC, "-n", str(ranks), *cmd]
-    env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{' '.join(cmd)} did not finish in {TIMEOUT} s\n{err[-3000:]}")
-    return proc.returncode, out, err
-
 
 # N = ranks - 1 = 4 under -n 5; fixed stragglers 0.3 s late make every received set unambiguous.
 # (No letcc here: with 3 results for K = 3 its automatic lambda flips between candidates on

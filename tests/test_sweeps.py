@@ -1,23 +1,19 @@
 """Sweeps at scale: `--point I` runs, `merge`, and `analyze --plot`, end to end.
-
 The full chain: a sweep job split into one run per point (as a job array would: three points in
 the simulator, one over `mpiexec -n 5`), merged back into one file, gives the same
 `analyze --json` rows as the un-split run of the job (same seeds, so the same nmse), and its
 figures. Subprocesses have a timeout; nothing asserts on wall-clock time.
 """
-
 import json
-import os
-import shutil
-import signal
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+
+from mpirun import needs_mpiexec, run
 
 from gcc_mpi.__main__ import main
 from gcc_mpi.analyze import main_analyze
@@ -27,10 +23,6 @@ from gcc_mpi.merge import merge
 from gcc_mpi.results import ResultWriter, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 120  # seconds per launch; one takes a few
-MPIEXEC = (str(Path(sys.executable).with_name("mpiexec"))
-           if Path(sys.executable).with_name("mpiexec").exists() else shutil.which("mpiexec"))
-needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec")
 
 # 4 points: N varies across points (up to ranks - 1 = 4 under -n 5); delays of 0.2 s make the
 # received sets unambiguous, so the MPI point gets the simulator's.
@@ -60,19 +52,6 @@ EXACT = ("point", "scheme", "trials", "trials_failed", "relacc")
 CLOSE = ("mse", "nmse", "mse_db", "mse_db_ci95")
 
 
-def launch(args, cwd, ranks):
-    """`mpiexec -n ranks python -m gcc_mpi ARGS` -> (exit code, stderr); killed on timeout."""
-    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "gcc_mpi", *args]
-    env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
-        pytest.fail(f"{' '.join(cmd)} did not finish in {TIMEOUT} s\n{err[-3000:]}")
-    return proc.returncode, err
 
 
 def json_rows(path, capsys):
@@ -119,7 +98,7 @@ def test_point_runs_merge_back_into_the_whole_run(tmp_path, job_file, capsys):
     parts = {i: tmp_path / f"tiny-p{i}.h5" for i in range(4)}
     for i in (0, 1, 3):
         assert main(["simulate", str(job_file), "--point", str(i), "-o", str(parts[i]), "-q"]) == 0
-    code, err = launch(["run", str(job_file), "--point", "2", "-o", str(parts[2]), "-q"],
+    code, _, err = run(["run", str(job_file), "--point", "2", "-o", str(parts[2]), "-q"],
                        tmp_path, 5)
     assert code == 0, err
 
@@ -173,7 +152,7 @@ def test_a_point_out_of_range_is_one_line_and_exit_2(tmp_path, job_file, capsys)
     assert main(["simulate", str(job_file), "--point", "-1"]) == 2
     assert "got -1" in capsys.readouterr().err
     assert not (tmp_path / "x.h5").exists()
-    code, err = launch(["run", str(job_file), "--point", "9", "-o", "x.h5", "-q"], tmp_path, 5)
+    code, _, err = run(["run", str(job_file), "--point", "9", "-o", "x.h5", "-q"], tmp_path, 5)
     assert code == 2 and not (tmp_path / "x.h5").exists()
     assert err.strip().splitlines() == [
         "gcc_mpi: error: --point: must be a sweep point index in 0..3 (the job has 4 sweep "
