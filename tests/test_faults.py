@@ -275,7 +275,8 @@ def test_a_killed_worker_ends_the_job_naming_it_and_keeps_every_finished_trial(t
 
 @needs_mpiexec
 @pytest.mark.parametrize("pipeline", [1, 3])
-def test_a_worker_that_exits_under_disable_auto_cleanup_is_a_permanent_straggler(tmp_path, pipeline):
+def test_a_worker_that_exits_under_disable_auto_cleanup_is_a_permanent_straggler(tmp_path,
+                                                                                 pipeline):
     """A worker that ends without a signal (here os._exit(3) in f) under
     `mpiexec -disable-auto-cleanup`: hydra notifies the others (SIGUSR1), rank 0 names the dead
     rank, never sends it a task again (error code 4) and the job completes. With 3 rounds in

@@ -12,7 +12,8 @@ import signal
 import pytest
 from mpirun import Launch, needs_mpiexec
 from mpirun import run as launch
-from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, lines, trials_in, write
+from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, lines, trials_in
+from test_faults import write
 from test_runtime import LATE, SLOW_F as LATE_F, SMALL, assert_same_as_simulate, check_contract
 from test_runtime import check_late_results_unused
 
