@@ -294,12 +294,12 @@ def test_every_shipped_job_is_valid_and_says_what_it_shows(path):
     assert "Measured" in text or "measured" in text.lower()
 
 
-def test_readme_figures_exist_and_are_small():
-    readme = (ROOT / "README.md").read_text()
+def test_docs_figures_exist_and_are_small():
+    science = (ROOT / "docs" / "science.md").read_text()
     figures = sorted((ROOT / "docs" / "figures").glob("*.png"))
     assert figures
     for path in figures:
-        assert f"docs/figures/{path.name}" in readme, path.name
+        assert f"](figures/{path.name})" in science, path.name
         assert path.stat().st_size < 100_000, path.name
         png_size(path)
 
