@@ -214,6 +214,13 @@ def main_analyze(path, json=False, csv=None, rate=None, plot=None) -> int:
     """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV and
     the figures (``plot``: a folder; see gcc_mpi.plots). Raises JobError if ``path`` is missing
     or not a gcc_mpi file, or if ``plot`` is asked for without matplotlib."""
+    from .probe import is_probe_file, main_analyze_probe
+
+    if is_probe_file(path):  # a probe's file (python -m gcc_mpi probe): its own summary
+        if csv or rate:
+            raise JobError("--csv" if csv else "--rate", "applies to results files, not to a "
+                                                         "probe file")
+        return main_analyze_probe(path, json_out=json, plot=plot)
     results = read_results(path)
     rows = summarize(results)
     rates = fit_rates(rows, rate) if rate else None  # a bad key fails before any output

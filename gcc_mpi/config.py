@@ -238,7 +238,7 @@ class CodeSection:
 @dataclass(frozen=True)
 class StragglerSection:
     model: str = setting(_choice("none", "fixed", "adversarial", "bernoulli", "exponential",
-                             "shifted-exponential", "pareto", "lognormal"), "fixed")
+                             "shifted-exponential", "pareto", "lognormal", "trace"), "fixed")
     count: int = setting(_int(0), 0)
     delay: float = setting(_num(0.0), 0.1)         # seconds
     p: float = setting(_num(0.0, hi=1.0), 0.1)
@@ -248,6 +248,9 @@ class StragglerSection:
     scale: float = setting(_num(0.0, above=True), 0.01)  # s
     median: float = setting(_num(0.0, above=True), 0.02)  # s
     sigma: float = setting(_num(0.0), 0.5)
+    path: str | None = setting(_optional(_text()))  # model = "trace": probe .h5, .npy or .csv
+    shuffle: bool = setting(_BOOL, False)     # trace: random trace workers each trial
+    resample: bool = setting(_BOOL, False)    # trace: allow fewer trace workers than N
 
 
 @dataclass(frozen=True)
@@ -433,6 +436,9 @@ def _consistent(c: Config) -> None:
         raise JobError("target.model", 'is an ONNX file: set target.kind = "onnx" and the file as target.path (target.model is for .npz MLP weights)')
     if c.data.source == "file" and c.data.path is None:
         raise JobError("data.path", 'required when data.source = "file" (a .npy, .npz or .h5 file)')
+    if s.model == "trace" and s.path is None:
+        raise JobError("stragglers.path", 'required when stragglers.model = "trace" (a probe '
+                                          'file, or a .npy or .csv of delays: rounds x workers)')
     if c.data.source in ("sphere", "swissroll", "torus") and c.data.dim < 3:
         raise JobError("data.dim", f'must be >= 3 for data.source = "{c.data.source}", got {c.data.dim}')
     if N < K:

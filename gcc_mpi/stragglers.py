@@ -2,7 +2,8 @@
 
 The arrival order, and so the received set, follows from the delays; nothing else is random.
 Every model is a function ``(rng, N, params) -> delays`` registered in MODELS, where ``params``
-is the [stragglers] section (attribute access).
+is the [stragglers] section (attribute access). The "trace" model replays measured delays
+(a :class:`Trace`, loaded once by the caller from ``stragglers.path``, see gcc_mpi.probe).
 """
 
 import numpy as np
@@ -54,6 +55,50 @@ def lognormal(rng, N, p):
     return p.median * np.exp(p.sigma * rng.standard_normal(N))
 
 
+class Trace:
+    """Measured task times, ``times`` (rounds x trace workers, seconds), replayed by the "trace"
+    model: each trial takes one round at random (its delay generator's draw) and gives each of
+    the N workers one trace worker's time in that round, so what happened to the cluster at
+    once (a busy node, a network hiccup) stays together.
+
+    ``baseline`` (per trace worker, seconds) is the part of a measured time that an MPI run
+    reproduces by itself (its own messages, f and waiting for a core; gcc_mpi.probe.baseline):
+    an MPI run injects ``times - baseline`` (at least 0), so that a result arrives about
+    ``times`` after its send, as measured; the simulator, where nothing else takes time,
+    replays ``times`` whole. A plain delay file has baseline 0: its delays are injected and
+    replayed as they are.
+    """
+
+    def __init__(self, times, baseline=None, source=""):
+        self.times = np.asarray(times, dtype=np.float64)
+        self.baseline = (np.zeros(self.times.shape[1]) if baseline is None
+                         else np.asarray(baseline, dtype=np.float64))
+        self.source = source
+
+    @property
+    def workers(self):
+        return self.times.shape[1]
+
+    def columns(self, rng, N, shuffle, resample):
+        """Which trace worker each of the N workers replays this trial: worker n replays trace
+        worker n, or (``shuffle``) N distinct trace workers at random; with fewer trace workers
+        than N (allowed only with ``resample``), worker n replays n mod W, or (``shuffle``) N
+        drawn with replacement."""
+        W = self.workers
+        if W < N and not resample:
+            raise ValueError(f"the trace has {W} workers, fewer than N = {N}")
+        if not shuffle:
+            return np.arange(N) % W
+        return rng.choice(W, size=N, replace=W < N)
+
+    def draw(self, rng, N, shuffle=False, resample=False, inject=False):
+        """One trial's delays (N,): replayed (the simulator) or to inject (an MPI run)."""
+        row = rng.integers(self.times.shape[0])
+        cols = self.columns(rng, N, shuffle, resample)
+        d = self.times[row, cols]
+        return np.maximum(d - self.baseline[cols], 0.0) if inject else d
+
+
 MODELS = {
     "none": none,
     "fixed": fixed,
@@ -66,6 +111,9 @@ MODELS = {
 }
 
 
-def draw_delays(rng, N, params):
-    """One trial's delays (N,) for the model named by ``params.model``."""
+def draw_delays(rng, N, params, trace=None, inject=False):
+    """One trial's delays (N,) for the model named by ``params.model``; model "trace" replays
+    ``trace`` (``inject``: the delays an MPI run injects, see Trace)."""
+    if params.model == "trace":
+        return trace.draw(rng, N, params.shuffle, params.resample, inject)
     return MODELS[params.model](rng, N, params)

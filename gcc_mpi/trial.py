@@ -191,6 +191,7 @@ class PointSetup:
     target: object
     codes: dict
     rules: dict
+    trace: object = None  # stragglers.model = "trace": the measured delays it replays
 
     @classmethod
     def build(cls, config, base_dir="."):
@@ -210,13 +211,21 @@ class PointSetup:
         for name in config.code.schemes:
             codes[name] = make_code(name, N, K, **scheme_options(config, name, dataset))
             rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
-        return cls(config, dataset, target, codes, rules)
+        trace = None
+        if config.stragglers.model == "trace":
+            from .probe import load_trace
 
-    def draw(self, point_index, trial_index):
-        """A trial's inputs X (K x d) and delays (N,), from the trial's own seed."""
+            trace = load_trace(config, base_dir)
+        return cls(config, dataset, target, codes, rules, trace)
+
+    def draw(self, point_index, trial_index, inject=False):
+        """A trial's inputs X (K x d) and delays (N,), from the trial's own seed; ``inject``:
+        the delays an MPI run injects (they differ from the simulator's for a measured trace,
+        whose times include what the run adds by itself: stragglers.Trace)."""
         data_rng, delay_rng = trial_rngs(self.config.job.seed, point_index, trial_index)
         X = self.dataset.sample(data_rng, self.config.data.batch)
-        delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers)
+        delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers,
+                             self.trace, inject)
         return X, delays
 
     def reference(self, X):

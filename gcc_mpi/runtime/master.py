@@ -160,7 +160,7 @@ class Master:
                 self._check()
             except RankFailure:  # a rank died between rounds
                 self._bury()
-            X, delays = setup.draw(point, t)
+            X, delays = setup.draw(point, t, inject=True)
             Y_true, why = setup.reference(X)
             records[t] = {}
             for name in names:
