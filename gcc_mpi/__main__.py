@@ -67,10 +67,60 @@ def build_parser():
                     help="results files written for the identical job (e.g. its point files)")
     mg.add_argument("-o", "--output", required=True, metavar="OUT.h5", help="the merged file")
     mg.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    _probe_args(sub)
     val = sub.add_parser("validate", help="print the resolved job or a clear error")
     val.add_argument("job", nargs="?")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return parser
+
+
+def _probe_args(sub):
+    pr = sub.add_parser("probe", help="measure each worker's real task times over MPI (under "
+                        "mpiexec); stragglers.model = \"trace\" replays the file")
+    pr.add_argument("job", nargs="?", help="job file whose f and data to probe; default: the "
+                    "embedded default job")
+    pr.add_argument("-o", "--output",
+                    help="HDF5 output (default: results/<job>-probe-<timestamp>.h5)")
+    pr.add_argument("--rounds", type=int, default=300, metavar="T",
+                    help="rounds: every worker computes f once per round (default 300)")
+    pr.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    pr.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    pr.add_argument("--wait", choices=("auto", "busy", "polite"), default=None,
+                    help="how ranks wait, as for run")
+    pr.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
+    pl = sub.add_parser("plan", help="recommend scheme, N and S or the deadline from "
+                        "simulations on a probe's trace")
+    pl.add_argument("job", nargs="?", help="job file (f, data, K, trials); default: the "
+                    "embedded default job")
+    pl.add_argument("--trace", required=True, metavar="PROBE.h5",
+                    help="measured delays: a probe file, or a .npy/.csv (rounds x workers)")
+    pl.add_argument("--target-nmse", type=float, required=True, metavar="DB",
+                    help="accuracy to meet: mean nmse in dB (e.g. -20)")
+    pl.add_argument("--max-workers", type=int, metavar="N",
+                    help="largest N to consider (default: the trace's workers)")
+    pl.add_argument("--schemes", nargs="+", metavar="SCHEME",
+                    help="schemes to consider (default: the job's)")
+    pl.add_argument("--trials", type=int, metavar="T",
+                    help="simulated trials per configuration (default 40)")
+    pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    pl.add_argument("--write", metavar="BEST.toml", help="write the recommended job file")
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing --write file")
+    pl.add_argument("--json", action="store_true", help="print the candidates as JSON")
+    pl.add_argument("--plot", metavar="DIR", help="draw the frontier (needs the [plot] extra)")
+
+
+def cmd_probe(args):
+    if args.rounds < 1:
+        raise JobError("--rounds", f"must be an integer >= 1, got {args.rounds}")
+    from .runtime.probe import probe_command
+
+    return probe_command(args)
+
+
+def cmd_plan(args):
+    from .plan import main_plan
+
+    return main_plan(args)
 
 
 def load(args):
@@ -157,7 +207,8 @@ def main(argv=None):
         args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
         args.argv = list(argv)
         return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
-                "merge": cmd_merge, "validate": cmd_validate}[args.command](args)
+                "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe,
+                "plan": cmd_plan}[args.command](args)
     except JobError as e:
         from .runtime.mpi import launcher_rank
 

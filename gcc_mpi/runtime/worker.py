@@ -44,7 +44,9 @@ SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how 
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
 
 
-def main_worker(comm, args, stop=None):
+def main_worker(comm, args, stop=None, timer=None):
+    """A worker's whole run. ``timer`` (the probe's, runtime/probe.py): wraps f to time every
+    call (``timer.wrap(targets)``) and sends the times to rank 0 after EXIT (``timer.report``)."""
     from mpi4py import MPI
 
     check = None if stop is None else _grace_check(stop)
@@ -53,6 +55,8 @@ def main_worker(comm, args, stop=None):
         return 2  # rank 0 reported the bad input
     _, toml_text, base_dir, shapes, master_host, master_pid = message
     targets = build_targets(toml_text, base_dir, shapes)
+    if timer is not None:
+        targets = timer.wrap(targets)
     host = MPI.Get_processor_name()
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
@@ -61,6 +65,8 @@ def main_worker(comm, args, stop=None):
     Waiter(MPI, "polite", check=check).all([comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE, check=check)
     Worker(comm, MPI, waiter, targets, shared_clock=same_node).serve()
+    if timer is not None:
+        timer.report(comm, waiter)
     return 0
 
 

@@ -1,0 +1,289 @@
+"""``python -m gcc_mpi plan``: recommend the scheme, N and S (or the deadline) for a job from
+simulations on a measured trace (a probe of the cluster, see gcc_mpi.probe).
+
+Every candidate is the job with stragglers.model = "trace" on that file, simulated by the
+simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:
+per N, one PointSetup holds every scheme and one block of trials (inputs and replayed delays)
+is drawn once; each (scheme, wait policy) is then that block decoded under its own StopRule. So
+candidates differ only in what they decide, and the comparison is paired. The candidate set is
+small on purpose (a few N from K to the largest, a few S from 0 to N - K, two deadlines at the
+trace's pooled p90 and p99, exact schemes stopping as soon as they can decode), so that the
+default job is planned in well under a minute on a laptop.
+
+A candidate *meets* the target when the upper end of the 95 % confidence interval of its mse
+(dB) is at most the target: the MPI run replays other trials and sees another arrival order, so
+a candidate that only just meets it in the simulator would miss it half of the time. The
+recommendation is the one that meets it with the lowest latency p50; candidates within 5 % of
+that p50 count as equally fast, and of those the one with the fewest workers wins (then p99).
+"""
+
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import JobError
+
+DEFAULT_TRIALS = 40
+N_VALUES = 5      # N from K to the largest, geometrically
+S_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)   # of N - K
+DEADLINE_QUANTILES = (90, 99)                # of the trace's pooled times
+TIE = 0.05        # latencies p50 within 5 % count as equal: then the fewest workers win
+PATH_KEYS = ("data.path", "target.model", "target.path")
+
+
+def candidate_ns(K, most, count=N_VALUES):
+    """A few N from K to ``most`` (both included), spaced geometrically."""
+    return sorted({int(round(x)) for x in np.geomspace(K, most, count)} | {K, most})
+
+
+def policies(code, N, K, deadlines):
+    """(wait, S, deadline) to try for one code: exact codes stop once they can decode; the
+    others wait for the fastest N - S (a few S in 0..N-K) or a deadline."""
+    if code.exact:
+        return [("fastest", 0, None)]
+    s = sorted({int(round(f * (N - K))) for f in S_FRACTIONS})
+    return [("fastest", S, None) for S in s] + [("deadline", 0, d) for d in deadlines]
+
+
+def _label(c):
+    if c["wait"] == "deadline":
+        return f"deadline {1e3 * c['deadline']:.3g} ms"
+    return "until decodable" if c["exact"] else f"fastest N-{c['S']}"
+
+
+def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_dir):
+    """Every candidate's statistics (list of dicts), simulated on ``trials`` trials."""
+    from .analyze import summarize_scheme
+    from .config import replace
+    from .simulate import Block, scheme_block
+    from .trial import PointSetup, StopRule
+
+    deadlines = [float(np.percentile(trace.times, q)) for q in DEADLINE_QUANTILES]
+    found = []
+    for N in ns:
+        names = [s for s in schemes if s != "uncoded" or N == base.data.batch]
+        names = [s for s in names if s != "lcc" or _lcc_fits(base, N)]
+        if not names:
+            continue
+        config = replace(base, {"code.workers": N, "code.schemes": names,
+                                "stragglers.model": "trace", "stragglers.path": trace_path,
+                                "stragglers.resample": N > resample_above or
+                                base.stragglers.resample,
+                                "decode.wait": "fastest", "decode.stragglers": 0,
+                                "decode.deadline": None, "job.trials": trials})
+        setup = PointSetup.build(config, base_dir)
+        block = Block.draw(setup, 0, range(trials))
+        for name in names:
+            code = setup.codes[name]
+            for wait, S, deadline in policies(code, N, base.data.batch, deadlines):
+                setup.rules[name] = StopRule(code, wait, S, deadline)
+                row = summarize_scheme(scheme_block(setup, name, block).columns)
+                found.append({"scheme": name, "N": N, "wait": wait, "S": S,
+                              "deadline": deadline, "exact": bool(code.exact),
+                              "resample": config.stragglers.resample, **row})
+    return found
+
+
+def _lcc_fits(base, N):
+    from .config import resolved_lcc_degree
+
+    try:
+        return N >= (base.data.batch - 1) * resolved_lcc_degree(base) + 1
+    except JobError:
+        return False
+
+
+def meets(c, target):
+    if c["mse_db"] is None or c["trials_failed"]:
+        return False
+    return c["mse_db"] + (c["mse_db_ci95"] or 0.0) <= target
+
+
+def pareto(cands):
+    """The candidates no other beats in both latency p50 and mse, by latency."""
+    ok = [c for c in cands if c["latency_p50"] is not None and c["mse_db"] is not None]
+    ok.sort(key=lambda c: (c["latency_p50"], c["mse_db"]))
+    front, best = [], math.inf
+    for c in ok:
+        if c["mse_db"] < best:
+            front.append(c)
+            best = c["mse_db"]
+    return front
+
+
+def recommend(cands, target):
+    """The fastest candidate that meets the target: lowest latency p50, except that among those
+    within TIE of it (no real difference over a few dozen trials) the fewest workers win,
+    then the lowest p99."""
+    good = [c for c in cands if meets(c, target) and c["latency_p50"] is not None]
+    if not good:
+        return None
+    fastest = min(c["latency_p50"] for c in good)
+    close = [c for c in good if c["latency_p50"] <= fastest * (1 + TIE)]
+    return min(close, key=lambda c: (c["N"], c["latency_p99"] or math.inf, c["latency_p50"]))
+
+
+def format_plan(front, best, target):
+    """The candidates ``front`` as a table; ``best`` is starred, the others meeting the target
+    marked ok."""
+    head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]", "p99 [ms]"]
+    body = []
+    for c in front:
+        db = f"{c['mse_db']:.2f}" + (f" ± {c['mse_db_ci95']:.2f}" if c["mse_db_ci95"] else "")
+        body.append(["*" if c is best else ("ok" if meets(c, target) else ""), c["scheme"],
+                     str(c["N"]), _label(c), db,
+                     "-" if c["relacc"] is None else f"{c['relacc']:.3f}",
+                     f"{1e3 * c['latency_p50']:.3f}",
+                     "-" if c["latency_p99"] is None else f"{1e3 * c['latency_p99']:.3f}"])
+    width = [max(len(x) for x in col) for col in zip(head, *body)]
+    left = {0, 1, 3}
+
+    def line(cells):
+        return "  ".join(x.ljust(w) if i in left else x.rjust(w)
+                         for i, (x, w) in enumerate(zip(cells, width))).rstrip()
+
+    return "\n".join([line(head), line(["-" * w for w in width])] + [line(b) for b in body])
+
+
+def best_job(job, base, best, trace_abs, where):
+    """The recommended configuration as a Job whose relative paths hold from folder ``where``."""
+    from .config import Job, Point, replace
+
+    def moved(p):
+        if p is None or Path(p).expanduser().is_absolute():
+            return p
+        return os.path.relpath(job.base_dir / p, where)
+
+    updates = {k: moved(getattr(getattr(base, k.split(".")[0]), k.split(".")[1]))
+               for k in PATH_KEYS}
+    fn = base.target.function
+    if fn and fn.rpartition(":")[0].endswith(".py"):
+        file, _, name = fn.rpartition(":")
+        updates["target.function"] = f"{moved(file)}:{name}"
+    updates.update({"code.workers": best["N"], "code.schemes": [best["scheme"]],
+                    "stragglers.model": "trace",
+                    "stragglers.path": os.path.relpath(trace_abs, where),
+                    "stragglers.resample": best["resample"], "decode.wait": best["wait"],
+                    "decode.stragglers": best["S"], "decode.deadline": best["deadline"]})
+    config = replace(base, updates)
+    return Job(config, {}, [Point(0, {}, config)], None, Path(where))
+
+
+def write_job(path, job, header, overwrite):
+    from .config import parse_job
+    from .probe import load_trace
+
+    if os.path.exists(path) and not overwrite:
+        raise JobError("--write", f"{path} exists; use --overwrite")
+    text = header + job.to_toml()
+    checked = parse_job(text, base_dir=job.base_dir)   # what we write must validate
+    load_trace(checked.config, job.base_dir)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def plot_plan(cands, front, best, target, outdir, name):
+    from .plots import _figure, _save, require_matplotlib
+
+    require_matplotlib()
+    os.makedirs(outdir, exist_ok=True)
+    fig, ax = _figure()
+    pts = [c for c in cands if c["latency_p50"] is not None and c["mse_db"] is not None]
+    for scheme in dict.fromkeys(c["scheme"] for c in pts):
+        xs = [1e3 * c["latency_p50"] for c in pts if c["scheme"] == scheme]
+        ys = [c["mse_db"] for c in pts if c["scheme"] == scheme]
+        ax.scatter(xs, ys, s=14, label=scheme, alpha=0.7)
+    ax.plot([1e3 * c["latency_p50"] for c in front], [c["mse_db"] for c in front], "k-", lw=1,
+            label="Pareto front")
+    ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:g} dB")
+    if best is not None:
+        ax.scatter([1e3 * best["latency_p50"]], [best["mse_db"]], s=120, facecolors="none",
+                   edgecolors="red", label="recommended")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency p50 [ms] (simulated on the trace)")
+    ax.set_ylabel("mse [dB]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"plan: {len(pts)} configurations", fontsize=10)
+    return _save(fig, os.path.join(outdir, f"{name}-plan.png"))
+
+
+def main_plan(args):
+    from .config import SCHEMES, load_default_job, load_job, parse_override
+    from .probe import read_trace
+
+    t0 = time.perf_counter()
+    overrides = [parse_override(s) for s in args.overrides]
+    job = load_job(args.job, overrides) if args.job else load_default_job(overrides)
+    base = job.points[0].config
+    K = base.data.batch
+    trace_abs = Path(args.trace).expanduser().resolve()
+    trace = read_trace(trace_abs, "--trace")
+    most = args.max_workers or trace.workers
+    if most < K:
+        raise JobError("--max-workers", f"must be >= data.batch = {K} (N >= K), got {most}")
+    schemes = args.schemes or list(base.code.schemes)
+    for s in schemes:
+        if s not in SCHEMES:
+            from .config import _did_you_mean
+
+            raise JobError("--schemes", f"unknown scheme {s!r}; choose from "
+                                        f"{', '.join(SCHEMES)}{_did_you_mean(s, SCHEMES)}")
+    trials = args.trials or DEFAULT_TRIALS
+    if trials < 2:
+        raise JobError("--trials", f"must be an integer >= 2, got {trials}")
+    if args.write and os.path.exists(args.write) and not args.overwrite:
+        raise JobError("--write", f"{args.write} exists; use --overwrite")
+    if args.plot:
+        from .plots import require_matplotlib
+
+        require_matplotlib()
+    ns = candidate_ns(K, most)
+    cands = evaluate(base, str(trace_abs), ns, schemes, trials, trace.workers, trace,
+                     job.base_dir)
+    front = pareto(cands)
+    best = recommend(cands, args.target_nmse)
+    seconds = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps({"target_nmse_db": args.target_nmse, "candidates": cands,
+                          "recommended": best}, indent=2, default=str))
+    else:
+        print(f"# plan for {args.job or 'the default job'} on trace {args.trace} "
+              f"({trace.times.shape[0]} rounds x "
+              f"{trace.workers} workers): {len(cands)} configurations ({len(schemes)} schemes, "
+              f"N in {ns}), {trials} simulated trials each, {seconds:.1f} s")
+        print("# Pareto front (latency p50 against mse); * = recommended, ok = meets the "
+              f"target {args.target_nmse:g} dB (upper end of the 95% interval)")
+        shown = front + [best] if best is not None and best not in front else front
+        print(format_plan(sorted(shown, key=lambda c: c["latency_p50"]), best, args.target_nmse))
+    if args.plot:
+        figure = plot_plan(cands, front, best, args.target_nmse, args.plot, job.config.job.name)
+        print(f"wrote {figure}", file=sys.stderr)
+    if best is None:
+        closest = min((c for c in cands if c["mse_db"] is not None), key=lambda c: c["mse_db"],
+                      default=None)
+        hint = "" if closest is None else (f"; the most accurate is {closest['scheme']} at N = "
+                                           f"{closest['N']}, {closest['mse_db']:.2f} dB")
+        print(f"gcc_mpi: plan: no configuration meets {args.target_nmse:g} dB{hint}",
+              file=sys.stderr)
+        return 1
+    what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
+            f"latency p50 {1e3 * best['latency_p50']:.3f} ms, p99 "
+            f"{1e3 * best['latency_p99']:.3f} ms (simulated)")
+    print(f"recommended: {what}")
+    if args.write:
+        where = Path(args.write).resolve().parent
+        command = shlex.join(["python", "-m", "gcc_mpi", *getattr(args, "argv", ["plan"])])
+        header = (f"# Written by `{command}`:\n# the fastest of {len(cands)} "
+                  f"configurations whose mse meets {args.target_nmse:g} dB on that trace:\n"
+                  f"# {what}.\n# Run it with `mpiexec -n {best['N'] + 1} python -m gcc_mpi run "
+                  f"{args.write}`.\n\n")
+        write_job(args.write, best_job(job, base, best, trace_abs, where), header,
+                  args.overwrite)
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0
