@@ -239,3 +239,28 @@ def test_sigterm_stops_a_probe_cleanly(tmp_path):
     with h5py.File(tmp_path / "probe.h5") as f:
         assert not f.attrs["complete"] and f["arrival"].shape[1] == 2
         assert np.all(np.isfinite(f["compute"][()]))
+
+
+def test_plan_writes_a_valid_job_or_says_why_not(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    delays = 0.001 + rng.exponential(0.002, (50, 8))
+    delays[:, 5] += 0.05                                  # one slow worker
+    np.save(tmp_path / "d.npy", delays)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "job.toml").write_text(job_text('path = "d.npy"').replace("workers = 4",
+                                                                           "workers = 8"))
+    best = tmp_path / "sub" / "best.toml"
+    args = ["plan", str(tmp_path / "job.toml"), "--trace", str(tmp_path / "d.npy"),
+            "--trials", "10", "--schemes", "bacc", "gcc", "--write", str(best)]
+    assert main([*args, "--target-nmse", "-400"]) == 1          # nothing is that accurate
+    assert "no configuration meets -400 dB; the most accurate is" in capsys.readouterr().err
+    assert not best.exists()
+    assert main([*args, "--target-nmse", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "configurations" in out and "recommended:" in out and "\n*" in out
+    text = best.read_text()
+    assert 'path = "../d.npy"' in text and 'model = "trace"' in text   # relative to the new file
+    assert main(["validate", str(best)]) == 0
+    assert main([*args, "--target-nmse", "0"]) == 2                  # exists: not replaced
+    assert main([*args[:-2], "--target-nmse", "0", "--schemes", "bac"]) == 2
+    assert 'did you mean "bacc"' in capsys.readouterr().err
