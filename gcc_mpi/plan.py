@@ -14,7 +14,9 @@ A candidate *meets* the target when the upper end of the 95 % confidence interva
 (dB) is at most the target: the MPI run replays other trials and sees another arrival order, so
 a candidate that only just meets it in the simulator would miss it half of the time. The
 recommendation is the one that meets it with the lowest latency p50; candidates within 5 % of
-that p50 count as equally fast, and of those the one with the fewest workers wins (then p99).
+that p50 count as equally fast; of those, one that waits for a count of results beats a deadline
+(a deadline's accuracy holds only while the cluster is as fast as when it was probed), then the
+lowest p99 wins (again within 5 %), then the one with the fewest workers.
 """
 
 import json
@@ -33,7 +35,7 @@ DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
 S_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)   # of N - K
 DEADLINE_QUANTILES = (90, 99)                # of the trace's pooled times
-TIE = 0.05        # latencies p50 within 5 % count as equal: then the fewest workers win
+TIE = 0.05        # latencies within 5 % count as equal (then p99, then the fewest workers)
 PATH_KEYS = ("data.path", "target.model", "target.path")
 
 
@@ -106,8 +108,10 @@ def meets(c, target):
 
 
 def pareto(cands):
-    """The candidates no other beats in both latency p50 and mse, by latency."""
-    ok = [c for c in cands if c["latency_p50"] is not None and c["mse_db"] is not None]
+    """The candidates no other beats in both latency p50 and mse, by latency; a candidate with
+    failed trials (too few results by its deadline to decode) is left out."""
+    ok = [c for c in cands if c["latency_p50"] is not None and c["mse_db"] is not None
+          and not c["trials_failed"]]
     ok.sort(key=lambda c: (c["latency_p50"], c["mse_db"]))
     front, best = [], math.inf
     for c in ok:
@@ -118,15 +122,23 @@ def pareto(cands):
 
 
 def recommend(cands, target):
-    """The fastest candidate that meets the target: lowest latency p50, except that among those
-    within TIE of it (no real difference over a few dozen trials) the fewest workers win,
-    then the lowest p99."""
+    """The fastest candidate that meets the target: lowest latency p50 — but p50s within TIE of
+    the lowest count as equal (no real difference over a few dozen trials), and among those a
+    policy that waits for a count of results beats a deadline (its accuracy does not depend on
+    the cluster being as fast as when it was probed), then the lowest p99 wins, again within
+    TIE, then the fewest workers."""
     good = [c for c in cands if meets(c, target) and c["latency_p50"] is not None]
     if not good:
         return None
-    fastest = min(c["latency_p50"] for c in good)
-    close = [c for c in good if c["latency_p50"] <= fastest * (1 + TIE)]
-    return min(close, key=lambda c: (c["N"], c["latency_p99"] or math.inf, c["latency_p50"]))
+
+    def close(cs, key):
+        best = min(key(c) for c in cs)
+        return [c for c in cs if key(c) <= best * (1 + TIE)]
+
+    fast = close(good, lambda c: c["latency_p50"])
+    fast = [c for c in fast if c["wait"] != "deadline"] or fast
+    fast = close(fast, lambda c: c["latency_p99"] if c["latency_p99"] is not None else math.inf)
+    return min(fast, key=lambda c: (c["N"], c["latency_p50"]))
 
 
 def format_plan(front, best, target):
@@ -261,6 +273,10 @@ def main_plan(args):
               f"target {args.target_nmse:g} dB (upper end of the 95% interval)")
         shown = front + [best] if best is not None and best not in front else front
         print(format_plan(sorted(shown, key=lambda c: c["latency_p50"]), best, args.target_nmse))
+        failing = sum(1 for c in cands if c["trials_failed"])
+        if failing:
+            print(f"# {failing} configurations left out: some of their trials failed (too few "
+                  "results by the deadline to decode)")
     if args.plot:
         figure = plot_plan(cands, front, best, args.target_nmse, args.plot, job.config.job.name)
         print(f"wrote {figure}", file=sys.stderr)
