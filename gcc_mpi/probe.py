@@ -96,10 +96,10 @@ def baseline(arrival):
     median. An MPI run injects only what a round took beyond it (``arrival - baseline``, at
     least 0) and its worker adds its own messages, f and waiting on top; so a round at or below
     the usual is left to the run's own variation, which is what the probe measured, and a slow
-    round comes out slow by its excess. The alternatives measured worse (docs/probe.md): the
-    worker's fastest time makes the run add its whole usual time again on top of every round
-    (results 10-70 % late at 32 ranks on 2 cores), and its median compute time leaves out the
-    messages and the waiting for a core, which count twice then."""
+    round comes out slow by its excess. Subtracting the fastest time instead makes the run add
+    its whole usual time again on top of every round, and subtracting the median compute time
+    leaves out the messages and the waiting for a core; side by side the median came closest
+    more often (docs/probe.md)."""
     return np.median(arrival, axis=0)
 
 
