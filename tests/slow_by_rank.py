@@ -1,12 +1,12 @@
 """Test-only target f for tests/test_probe.py: on MPI rank r >= 1 it sleeps STEP * (r + 1)
 seconds (rank 0 — the master's reference, or the simulator — does not sleep), so a probe of it
-has known per-worker times: worker w (rank w + 1) takes about STEP * (w + 2), well above the
-millisecond or two that a loaded machine adds to a sleep."""
+has known per-worker times: worker w (rank w + 1) takes about STEP * (w + 2), large against the
+few milliseconds that a loaded machine adds to each wake-up."""
 
 import os
 import time
 
-STEP = 0.02  # seconds per rank
+STEP = 0.05  # seconds per rank
 
 
 def rank():

@@ -21,7 +21,7 @@ from gcc_mpi.results import read_results
 from gcc_mpi.stragglers import Trace, draw_delays
 
 SLOW = Path(__file__).with_name("slow_by_rank.py")
-STEP = 0.02  # slow_by_rank.STEP
+STEP = 0.05  # slow_by_rank.STEP
 
 
 def params(**kw):
@@ -151,7 +151,7 @@ def test_probe_is_refused_as_a_single_process(capsys):
 SLOW_JOB = f"""
 [job]
 name = "slow"
-trials = 30
+trials = 20
 [data]
 source = "digits"
 batch = 2
@@ -173,11 +173,11 @@ def medians(a):
 @needs_mpiexec
 def test_probe_measures_known_slowness_and_the_trace_replays_it(tmp_path):
     (tmp_path / "slow.toml").write_text(SLOW_JOB)
-    code, out, err = launch(["probe", "slow.toml", "-o", "probe.h5", "--rounds", "40"],
+    code, out, err = launch(["probe", "slow.toml", "-o", "probe.h5", "--rounds", "30"],
                             tmp_path, ranks=5)
     assert code == 0, err
     p = read_probe(tmp_path / "probe.h5")
-    assert p["arrival"].shape == (40, 4) and p["attrs"]["complete"]
+    assert p["arrival"].shape == (30, 4) and p["attrs"]["complete"]
     known = STEP * np.arange(2, 6)
     # a sleep is never shorter than asked (a loaded machine makes it longer), and the steps of
     # STEP between ranks order the workers
