@@ -216,7 +216,11 @@ def plot_plan(cands, front, best, target, outdir, name):
     if best is not None:
         ax.scatter([1e3 * best["latency_p50"]], [best["mse_db"]], s=120, facecolors="none",
                    edgecolors="red", label="recommended")
+    from matplotlib.ticker import FuncFormatter
+
     ax.set_xscale("log")
+    for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        axis(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("latency p50 [ms] (simulated on the trace)")
     ax.set_ylabel("mse [dB]")
     ax.grid(True, alpha=0.3)
