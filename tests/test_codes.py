@@ -173,7 +173,10 @@ def test_decoder_handles_any_subset_including_missing_extremes(name):
         Yhat, _ = code.decode(received, np.tanh(Xt[received]))
         assert Yhat.shape == (K, 4) and np.all(np.isfinite(Yhat))
     Yhat, _ = code.decode(np.arange(2, N - 2), np.tanh(Xt[2:N - 2]))
-    assert np.linalg.norm(Yhat - np.tanh(X)) / np.linalg.norm(np.tanh(X)) < 0.3
+    # measured: bacc 0.0316, letcc 1.42e-3, gcc 7.21e-4 — within a factor of 2 of each
+    measured = {"bacc": 0.0316, "letcc": 1.42e-3, "gcc": 7.21e-4}[name]
+    error = np.linalg.norm(Yhat - np.tanh(X)) / np.linalg.norm(np.tanh(X))
+    assert measured / 2 < error < 2 * measured, error
 
 
 @pytest.mark.parametrize("name", ["bacc", "letcc", "gcc"])

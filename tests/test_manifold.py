@@ -46,7 +46,17 @@ def test_the_tour_is_no_longer_than_the_greedy_path():
     D = np.linalg.norm(P[:, None] - P[None], axis=2)
     order = tour_order(D)
     assert sorted(order) == list(range(20))
-    assert path_length(D, order) <= path_length(D, np.arange(20))
+
+    def greedy(start):  # nearest neighbour first, from one end of the diameter
+        path, left = [start], set(range(20)) - {start}
+        while left:
+            path.append(min(left, key=lambda j: D[path[-1], j]))
+            left.remove(path[-1])
+        return path_length(D, np.array(path))
+
+    ends = np.unravel_index(np.argmax(D), D.shape)
+    # measured: tour 3.30, greedy 3.65 (the identity order 9.93): 2-opt shortens it
+    assert path_length(D, order) < min(greedy(s) for s in ends) - 0.1
 
 
 def test_decoder_uses_the_alpha_the_encoder_chose():

@@ -19,10 +19,19 @@ from test_runtime import check_late_results_unused
 
 from gcc_mpi.results import read_results
 
+
+def in_flight(res):
+    """The most rounds (one scheme of one trial: one record) in flight at once over the whole
+    run, from each record's t_start (scatter start) and t_end (decode end)."""
+    spans = [(s, e) for p in res.points for d in p.schemes.values()
+             for s, e in zip(d["t_start"], d["t_end"])]
+    assert spans and all(0 <= s < e for s, e in spans), spans
+    return max(sum(s0 <= s < e0 for s0, e0 in spans) for s, _ in spans)
+
 # Approximate schemes decoding from the fastest N - S: a round is decided without its two
-# stragglers (0.3 s late) and STOPs them, so a straggler holds up its own later tasks only
-# until that decision — milliseconds, against 0.3 s — and every received set is the
-# simulator's.
+# stragglers (2 s late) and STOPs them, so a straggler holds up its own later tasks only
+# until that decision — milliseconds, against 2 s (which the STOP cuts short, so it costs
+# nothing) — and every received set is the simulator's.
 PIPE = """
 [job]
 name = "pipe"
@@ -42,7 +51,7 @@ schemes = ["bacc", "letcc", "gcc"]
 [stragglers]
 model = "fixed"
 count = 2
-delay = 0.3
+delay = 2.0
 [decode]
 pipeline = 4
 """
@@ -56,19 +65,23 @@ def test_pipelined_run_agrees_with_simulate_and_with_pipeline_1(tmp_path):
     assert "pipeline 4)" in err
     run = read_results(tmp_path / "run.h5")
     check_contract(run, 8, 6)  # one record per trial, in trial order
+    # the master scatters 4 rounds before it waits for any (measured: 4): never more than 4
+    assert in_flight(run) == 4
     code, _, err = launch(["simulate", "pipe.toml", "-o", "sim.h5", "-q"], tmp_path)
     assert code == 0, err
     assert_same_as_simulate(run, read_results(tmp_path / "sim.h5"))
     code, _, err = launch(["run", "pipe.toml", "-o", "one.h5", "-q", "--set",
                            "decode.pipeline=1"], tmp_path, 9)
     assert code == 0, err
-    assert_same_as_simulate(run, read_results(tmp_path / "one.h5"))
+    one = read_results(tmp_path / "one.h5")
+    assert_same_as_simulate(run, one)
+    assert in_flight(one) == 1  # a round is decoded before the next one is scattered
 
 
 @needs_mpiexec
 def test_pipelined_late_results_are_never_used_in_another_round(tmp_path):
     """As tests/test_runtime.py's late-result test, with 4 rounds in flight: workers 6 and 7
-    compute for 0.2 s, so their tasks of later rounds queue up behind a result nobody needs
+    compute for 1 s, so their tasks of later rounds queue up behind a result nobody needs
     any more; each is skipped once its round is decided, or computed and discarded. Every
     recorded nmse is replayed from the recorded used set: a result of another round would
     change it."""

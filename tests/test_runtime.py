@@ -18,7 +18,8 @@ from gcc_mpi.runtime import protocol as P
 from gcc_mpi.runtime.mpi import Backoff, launcher_rank, resolve_wait
 from gcc_mpi.trial import PointSetup, decode_and_score
 
-# N = ranks - 1 = 4 under -n 5; fixed stragglers 0.3 s late make every received set unambiguous.
+# N = ranks - 1 = 4 under -n 5; fixed stragglers 1 s late and a deadline of 0.5 s make every
+# received set unambiguous, even for a busy-waiting run on a loaded 2-core machine.
 # (No letcc here: with 3 results for K = 3 its automatic lambda flips between candidates on
 # round-off, so bitwise-different f rows — one row per worker vs one batch in the simulator —
 # can change its nmse by a factor; test_run_n9 compares it at N = 6 and 8.)
@@ -40,9 +41,9 @@ schemes = ["uncoded", "bacc", "gcc"]
 [stragglers]
 model = "fixed"
 count = 1
-delay = 0.3
+delay = 1.0
 [decode]
-deadline = 0.1
+deadline = 0.5
 [sweep]
 "decode.wait" = ["fastest", "deadline"]
 """
@@ -94,8 +95,8 @@ def test_run_n5_writes_the_contract_and_agrees_with_simulate(tmp_path):
     run = read_results(tmp_path / "run.h5")
     assert parse_job(run.config_toml).config.code.workers == 4  # N = ranks - 1
     check_contract(run, 4, 3)
-    for d in run.points[1].schemes.values():  # decode.wait = "deadline": nothing 0.3 s late used
-        assert not np.any(d["used"] & (d["delay"] > 0.1))
+    for d in run.points[1].schemes.values():  # decode.wait = "deadline": nothing 1 s late used
+        assert not np.any(d["used"] & (d["delay"] > 0.5))
     code, _, err = launch(["simulate", "small.toml", "-o", "sim.h5", "-q",
                            "--set", "code.workers=4"], tmp_path)
     assert code == 0, err
@@ -120,7 +121,7 @@ schemes = ["uncoded", "bacc", "letcc", "gcc"]
 [stragglers]
 model = "fixed"
 count = 2
-delay = 0.3
+delay = 1.0
 [sweep]
 "code.workers" = [6, 8]
 """
@@ -148,19 +149,20 @@ import time
 
 import numpy as np
 
-SLOW = {"7", "8"}  # MPI ranks of workers 6 and 7: their f takes 0.2 s (real compute time)
+SLOW = {"7", "8"}  # MPI ranks of workers 6 and 7: their f takes 1 s (real compute time), the
+                   # others' milliseconds: a loaded machine cannot close that gap
 
 
 def f(X):
     if os.environ.get("PMI_RANK") in SLOW:
-        time.sleep(0.2)
+        time.sleep(1.0)
     return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
 '''
 LATE = """
 [job]
 name = "late"
 seed = 7
-trials = 3
+trials = 2
 [data]
 source = "gaussian"
 dim = 4
@@ -180,7 +182,7 @@ stragglers = 2
 
 @needs_mpiexec
 def test_late_results_are_never_used(tmp_path):
-    """Workers 6 and 7 compute for 0.2 s, so every approximate round (and replication) stops
+    """Workers 6 and 7 compute for 1 s, so every approximate round (and replication) stops
     without them and their STOP reaches them mid-computation: they reply with a real result
     anyway, after the master has decoded. Those late results must be discarded, never
     mistaken for a later round's. Checked by replaying every decode in this process from the
@@ -190,7 +192,7 @@ def test_late_results_are_never_used(tmp_path):
     code, _, err = launch(["run", "late.toml", "-o", "run.h5", "-q"], tmp_path, 9)
     assert code == 0, err
     crossed = int(re.search(r"(\d+) crossed a STOP", err).group(1))
-    assert crossed >= 3, err  # the situation was provoked (3 trials x 3 schemes x 2 workers)
+    assert crossed >= 3, err  # the situation was provoked (2 trials x 3 schemes x 2 workers)
     check_late_results_unused(tmp_path)
 
 
@@ -199,13 +201,13 @@ def check_late_results_unused(tmp_path):
     (and replication), and every decode replayed here from its recorded used set gives the
     recorded nmse (a result of another trial would change it)."""
     res = read_results(tmp_path / "run.h5")
-    check_contract(res, 8, 3)
+    check_contract(res, 8, 2)
     job = load_job(tmp_path / "late.toml")
     setup = PointSetup.build(job.points[0].config, job.base_dir)
     d = res.points[0].schemes
     for name in ("replication", "bacc", "gcc"):
         assert not d[name]["used"][:, 6:].any(), name
-    for t in range(3):
+    for t in range(2):
         X, Y_true, _ = setup.inputs(0, t)
         for name, code_ in setup.codes.items():
             X_coded, info = code_.encode(X)

@@ -22,7 +22,6 @@ from gcc_mpi.results import read_results
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TIMEOUT = 120
-pytestmark = pytest.mark.skipif(not (BIN / "mpiexec").exists(), reason="no mpiexec beside python")
 
 JOB = """
 [job]

@@ -110,6 +110,7 @@ class Master:
         self.depth, self.classifier = 1, False
         waiter.check = self._check
         self.seq = 0
+        self.t0 = time.perf_counter()  # t_start and t_end of every round count from here
         self.stats = dict(rounds=0, tasks=0, used=0, unused=0, stopped=0, cancelled=0,
                           crossed=0, failed=0, lost=0, drain=0.0)
 
@@ -317,6 +318,7 @@ class Master:
             rec["t_scatter"] = r.t_sent - r.t_start
             rec["t_wait"] = r.t_stop - r.t_sent
             rec["latency"] = rec["t_encode"] + (r.t_stop - r.t_start) + rec["t_decode"]
+            rec["t_start"], rec["t_end"] = r.t_start - self.t0, time.perf_counter() - self.t0
             self.stats["used"] += len(r.got)
             self.stats["stopped"] += len(r.stopped)
         r.decided = time.perf_counter()
