@@ -1,0 +1,163 @@
+"""Stops and ends that the README promises and tests/test_faults.py does not already launch:
+job.time_limit (124) and SIGINT (130) over MPI, SIGTERM to rank 0 alone, SIGTERM to `simulate`
+(143), a stop whose workers cannot be stopped (each step bounded, then MPI_Abort), the
+immediate abort on a second Ctrl-C, and a worker that exits without `-disable-auto-cleanup`.
+
+Every launch has a timeout (tests/mpirun.py); signals are sent once a marker (f's call log, a
+line on stderr) shows the run is where the test needs it; nothing asserts on wall-clock time.
+"""
+
+import os
+import re
+import signal
+
+from mpirun import Launch, needs_mpiexec
+from test_faults import SLOW, SLOW_F, assert_consistent, lines, trials_in, witnessed, write
+
+from gcc_mpi.results import read_results
+
+STOPPED = (r"gcc_mpi: stopped {how} after \d+ of {trials} trials; {out} holds them "
+           r"\(complete = false\): the same command with --resume continues")
+
+
+def rank0_pid(job):
+    """Rank 0's pid, from its start-up line."""
+    job.wait_for(lambda: "ranks by host and pid" in job.err(), "the start-up line")
+    return int(re.search(r"ranks 0-\d+ = pids (\d+)", job.err()).group(1))
+
+
+def assert_stopped_file(path, trials):
+    """A whole file, complete = false, with trials 0..n-1 (n < trials; 0 when the stop came
+    during the first trial)."""
+    res = read_results(path)
+    assert not res.complete
+    if any(p.schemes for p in res.points):
+        assert_consistent(res, at_most=trials - 1)
+
+
+@needs_mpiexec
+def test_time_limit_over_mpi_is_a_clean_stop_with_exit_code_124(tmp_path):
+    """f sleeps 0.1 s a call, so 40 trials of 3 schemes take more than 12 s; the limit of 3 s
+    (counted from rank 0's start, so a slow start-up only leaves fewer trials) stops them."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", "-q", "--set", "job.time_limit=3"],
+                 tmp_path, ranks=5, env={"SLOW": "0.1"})
+    code, _, err = job.wait()
+    assert code == 124, err
+    assert re.search(STOPPED.format(how=r"at job.time_limit = 3 s", trials=40, out="cut.h5"),
+                     err), err
+    assert "MPI_Abort" not in err
+    assert_stopped_file(tmp_path / "cut.h5", 40)
+
+
+@needs_mpiexec
+def test_sigint_to_mpiexec_is_a_clean_stop_with_exit_code_130(tmp_path):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 20, "20 calls of f")
+    job.signal(signal.SIGINT)  # Ctrl-C: mpiexec forwards it to every rank
+    code, _, err = job.wait()
+    assert code == 130, err
+    assert re.search(STOPPED.format(how="by SIGINT", trials=40, out="cut.h5"), err), err
+    assert "MPI_Abort" not in err and "witness" not in err
+    assert_stopped_file(tmp_path / "cut.h5", 40)
+
+
+@needs_mpiexec
+def test_sigterm_to_rank_0_alone_stops_every_rank_cleanly(tmp_path):
+    """The workers never see the signal: rank 0 stops them (STOP, EXIT) and mpiexec returns
+    rank 0's 143."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: trials_in(tmp_path / "cut.h5") >= 2, "2 trials in the file")
+    os.kill(rank0, signal.SIGTERM)
+    code, _, err = job.wait()
+    assert code == 143, err
+    assert re.search(STOPPED.format(how="by SIGTERM", trials=40, out="cut.h5"), err), err
+    assert "MPI_Abort" not in err and "witness" not in err
+    res = read_results(tmp_path / "cut.h5")
+    assert not res.complete and trials_in(tmp_path / "cut.h5") >= 2
+
+
+def test_sigterm_to_simulate_is_a_clean_stop_with_exit_code_143(tmp_path):
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    sets = ["--set", "job.trials=200", "--set", "code.workers=6"]
+    job = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *sets], tmp_path,
+                 env={"SLOW": "0.002"})
+    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 100, "100 calls of f")
+    job.signal(signal.SIGTERM)
+    code, _, err = job.wait()
+    assert code == 143, err
+    assert re.search(STOPPED.format(how="by SIGTERM", trials=200, out="cut.h5"), err), err
+    assert_stopped_file(tmp_path / "cut.h5", 200)
+
+
+# f on rank 3 never returns in time (60 s): a stop cannot drain its round
+STUCK_F = '''
+import os
+import time
+
+import numpy as np
+
+
+def f(X):
+    if os.environ.get("PMI_RANK") == "3":
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stuck.log"), "a") as log:
+            log.write("rank 3 in f\\n")
+        time.sleep(60)
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+STUCK = SLOW.replace('"slow.py:f"', '"stuck.py:f"').replace(
+    'schemes = ["uncoded", "bacc", "gcc"]', 'schemes = ["uncoded"]')  # uncoded needs rank 3
+
+
+@needs_mpiexec
+def test_a_stop_that_cannot_drain_ends_with_mpi_abort_after_its_bounded_step(tmp_path):
+    """SIGTERM while rank 3 is inside an f that takes 60 s: rank 0 closes the file, STOPs
+    the round and waits for its replies at most 10 s (GRACE), then ends the job with
+    MPI_Abort and the stop's exit code — long before f would have returned."""
+    write(tmp_path, stuck_py=STUCK_F, stuck_toml=STUCK)
+    job = Launch(["run", "stuck.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: lines(tmp_path / "stuck.log") >= 1, "rank 3 inside f")
+    os.kill(rank0, signal.SIGTERM)
+    code, _, err = job.wait()
+    assert code == 143, err
+    assert re.search(STOPPED.format(how="by SIGTERM", trials=40, out="cut.h5"), err), err
+    assert "gcc_mpi: the workers could not be stopped in order; ending the job with " \
+           "MPI_Abort" in err, err
+    assert_stopped_file(tmp_path / "cut.h5", 40)
+
+
+@needs_mpiexec
+def test_a_second_ctrl_c_aborts_at_once(tmp_path):
+    """The first SIGINT starts the clean stop, which waits for rank 3's f (60 s, bounded by
+    10 s); the second one does not wait: rank 0 says so and aborts (exit code 1), without
+    the message that ends a stop whose grace ran out."""
+    write(tmp_path, stuck_py=STUCK_F, stuck_toml=STUCK)
+    job = Launch(["run", "stuck.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: lines(tmp_path / "stuck.log") >= 1, "rank 3 inside f")
+    os.kill(rank0, signal.SIGINT)
+    job.wait_for(lambda: "stopped by SIGINT" in job.err(), "the first stop's message")
+    os.kill(rank0, signal.SIGINT)
+    code, _, err = job.wait()
+    assert code == 1, err
+    assert "gcc_mpi: interrupted" in err and "could not be stopped in order" not in err, err
+    assert_stopped_file(tmp_path / "cut.h5", 40)
+
+
+@needs_mpiexec
+def test_a_worker_that_exits_without_disable_auto_cleanup_ends_the_job(tmp_path):
+    """os._exit(3) in f on rank 3, plain mpiexec: hydra ends every rank (as for a killed
+    worker: its SIGKILLs, exit code 9, measured here 4 of 4 runs); the witness names rank 3
+    and the file keeps every committed trial."""
+    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
+    job = Launch(["run", "slow.toml", "-o", "slow.h5", "-q"], tmp_path, ranks=5,
+                 env={"DIE_RANK": "3", "DIE_AT": "12", "DIE_HOW": "exit"})
+    code, _, err = job.wait()
+    assert code == 9, err
+    named = witnessed(job, "slow.h5")
+    assert named == ["3"] or (len(named) > 1 and "3" in named), err
+    assert_stopped_file(tmp_path / "slow.h5", 40)
