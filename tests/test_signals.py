@@ -101,9 +101,12 @@ import time
 import numpy as np
 
 
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stuck.log")
+
+
 def f(X):
     if os.environ.get("PMI_RANK") == "3":
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stuck.log"), "a") as log:
+        with open(LOG, "a") as log:
             log.write("rank 3 in f\\n")
         time.sleep(60)
     return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
