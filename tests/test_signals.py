@@ -66,9 +66,10 @@ def test_sigint_to_mpiexec_is_a_clean_stop_with_exit_code_130(tmp_path):
 @needs_mpiexec
 def test_sigterm_to_rank_0_alone_stops_every_rank_cleanly(tmp_path):
     """The workers never see the signal: rank 0 stops them (STOP, EXIT) and mpiexec returns
-    rank 0's 143."""
+    rank 0's 143. f sleeps 50 ms a call, so the 40 trials last more than 6 s."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    job = Launch(["run", "slow.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    job = Launch(["run", "slow.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5,
+                 env={"SLOW": "0.05"})
     rank0 = rank0_pid(job)
     job.wait_for(lambda: trials_in(tmp_path / "cut.h5") >= 2, "2 trials in the file")
     os.kill(rank0, signal.SIGTERM)
