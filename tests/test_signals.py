@@ -155,7 +155,7 @@ def test_a_second_ctrl_c_aborts_at_once(tmp_path):
 @needs_mpiexec
 def test_a_worker_that_exits_without_disable_auto_cleanup_ends_the_job(tmp_path):
     """os._exit(3) in f on rank 3, plain mpiexec: hydra ends every rank (as for a killed
-    worker: its SIGKILLs, exit code 9, measured here 4 of 4 runs); the witness names rank 3
+    worker: its SIGKILLs, exit code 9 in 6 of 6 runs here); the witness names rank 3
     and the file keeps every committed trial."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
     job = Launch(["run", "slow.toml", "-o", "slow.h5", "-q"], tmp_path, ranks=5,
