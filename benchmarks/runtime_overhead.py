@@ -48,6 +48,21 @@ def job_for(size, target):
     return load_default_job(sets, defaults={"code.workers": size - 1})
 
 
+def floor_targets(comm, job):
+    """[f] of the job's only point on a worker, as the runtime builds it; [None] on rank 0."""
+    return [None] if comm.rank == 0 else build_targets(job.to_toml(), ".", [(64, 10)])
+
+
+def floor_loop(comm, trials, f=None):
+    """ms per trial (array, on rank 0; None elsewhere) of ``trials`` trials of the polite floor
+    loop of mpi_floor.py, 64 float64 per message, its workers computing ``f`` (None: doubling)."""
+    comm.Barrier()
+    if comm.rank == 0:
+        return 1e3 * mpi_floor.master(comm, "polite", trials, 64)
+    mpi_floor.worker(comm, "polite", 64, f)
+    return None
+
+
 def runtime_block(master, setup, trials, start):
     """(protocol time, round time) per round for ``trials`` rounds, then EXIT to the workers."""
     protocol, rounds = [], []
@@ -79,16 +94,11 @@ def main():
         master = Master(comm, MPI, Waiter(MPI, mode))
         master.open(setup, 0, 1)
         floor, floor_f, protocol, rounds = [], [], [], []
-    else:
-        targets = build_targets(job.to_toml(), ".", [(64, 10)])
+    targets = floor_targets(comm, job)
     for b in range(args.blocks + 1):  # block 0 warms all up and is not counted
         timed = []
-        for f in (None, "target"):  # the bare floor, then the floor whose workers compute f
-            comm.Barrier()
-            if comm.rank == 0:
-                timed.append(1e3 * mpi_floor.master(comm, "polite", args.trials, 64))
-            else:
-                mpi_floor.worker(comm, "polite", 64, f and targets[0])
+        for f in (None, targets[0]):  # the bare floor, then the floor whose workers compute f
+            timed.append(floor_loop(comm, args.trials, f))
         comm.Barrier()
         if comm.rank == 0:
             pr, rd = runtime_block(master, setup, args.trials, b * args.trials)

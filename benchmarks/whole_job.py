@@ -1,0 +1,148 @@
+"""The whole job as a user runs it, against the floor: per-trial cost and start-up at 32 ranks.
+
+    python benchmarks/whole_job.py [--ranks 32] [--short 20] [--long 620] [--repeat 3]
+                                   [--scheme gcc]
+
+Launches, in one go and ``--repeat`` times in turn (so all see the same machine):
+
+- the floor: ``mpiexec -n R python benchmarks/whole_job.py --floor``, the polite scatter/gather
+  loop of benchmarks/mpi_floor.py whose workers compute the same f (the digits MLP), as
+  benchmarks/runtime_overhead.py runs it: the least any runtime doing this work pays per trial;
+- the whole run twice: ``mpiexec -n R python -m gcc_mpi run --set ...`` — the default job
+  (digits, K = 10, the shipped MLP) with one scheme, no stragglers (zero delay), N = R - 1 —
+  for ``--short`` and ``--long`` trials, with its progress, table and HDF5 file.
+
+Printed per repeat and as median [min, max] over repeats:
+
+- run:      (wall of the long run - wall of the short run) / (long - short), ms per trial;
+- floor+f:  the floor loop's mean ms per trial;
+- enc+dec:  the scheme's mean t_encode + t_decode in the long run's file (rank 0 does those on
+            top of the floor's work);
+- ratio:    run / (floor+f + enc+dec) — issue 17 asks for <= 1.3;
+- start-up: seconds from launching mpiexec to rank 0's "ranks by host and pid" line, printed
+            once every worker is READY, just before the first trial (long and short runs).
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FIRST_TRIAL = "gcc_mpi: ranks by host and pid"
+
+
+def floor_main(trials):
+    """Under mpiexec: the floor loop with the MLP (after a warm-up), one line from rank 0."""
+    from mpi4py import MPI
+
+    import runtime_overhead as ro
+
+    comm = MPI.COMM_WORLD
+    job = ro.job_for(comm.size, "mlp")
+    targets = ro.floor_targets(comm, job)
+    ro.floor_loop(comm, 20, targets[0])
+    ms = ro.floor_loop(comm, trials, targets[0])
+    if comm.rank == 0:
+        print(f"floor+f mean {np.mean(ms):.4f} median {np.median(ms):.4f}", flush=True)
+
+
+def mpiexec():
+    near = Path(sys.executable).with_name("mpiexec")
+    return str(near) if near.exists() else "mpiexec"
+
+
+class Timed:
+    """A launch: wall time, stdout, and when a line starting with FIRST_TRIAL came on stderr."""
+
+    def __init__(self, cmd, cwd):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        env.pop("GCC_MPI_WAIT", None)
+        self.first = None
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        err = []
+        reader = threading.Thread(target=self._read, args=(proc.stderr, err, t0))
+        reader.start()
+        self.out = proc.stdout.read()
+        code = proc.wait()
+        reader.join()
+        self.wall = time.monotonic() - t0
+        self.err = "".join(err)
+        if code != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({code}):\n{self.err[-2000:]}")
+
+    def _read(self, stream, lines, t0):
+        for line in stream:
+            if self.first is None and line.startswith(FIRST_TRIAL):
+                self.first = time.monotonic() - t0
+            lines.append(line)
+
+
+def run_cmd(ranks, scheme, trials, out):
+    sets = [f'code.schemes=["{scheme}"]', "stragglers.model=none", f"job.trials={trials}"]
+    return [mpiexec(), "-n", str(ranks), sys.executable, "-m", "gcc_mpi", "run", "-o", str(out),
+            "--overwrite", *[a for s in sets for a in ("--set", s)]]
+
+
+def enc_dec_ms(path, scheme):
+    from gcc_mpi.results import read_results
+
+    (point,) = read_results(path).points
+    rows = point.schemes[scheme]
+    return 1e3 * float(np.mean(rows["t_encode"] + rows["t_decode"]))
+
+
+def spread(values, fmt):
+    v = np.asarray(values)
+    return f"{fmt.format(np.median(v))} [{fmt.format(v.min())}, {fmt.format(v.max())}]"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ranks", type=int, default=32)
+    p.add_argument("--short", type=int, default=20)
+    p.add_argument("--long", type=int, default=620)
+    p.add_argument("--floor-trials", type=int, default=600)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--scheme", default="gcc")
+    p.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
+    args = p.parse_args()
+    if args.floor:
+        return floor_main(args.floor_trials)
+    rows = []
+    print(f"# whole_job: {args.ranks} ranks, scheme {args.scheme}, zero delay, digits MLP; "
+          f"run = (wall of {args.long} trials - wall of {args.short}) / {args.long - args.short}")
+    print(f"{'repeat':>6} {'run ms':>8} {'floor+f':>8} {'enc+dec':>8} {'ratio':>6} "
+          f"{'start-up s (long, short)':>25}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.repeat):
+            floor = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, __file__, "--floor",
+                           "--floor-trials", str(args.floor_trials)], HERE)
+            floor_ms = float(re.search(r"floor\+f mean (\S+)", floor.out).group(1))
+            short = Timed(run_cmd(args.ranks, args.scheme, args.short, Path(tmp, "s.h5")), tmp)
+            long = Timed(run_cmd(args.ranks, args.scheme, args.long, Path(tmp, "l.h5")), tmp)
+            run_ms = 1e3 * (long.wall - short.wall) / (args.long - args.short)
+            ed = enc_dec_ms(Path(tmp, "l.h5"), args.scheme)
+            ratio = run_ms / (floor_ms + ed)
+            rows.append((run_ms, floor_ms, ed, ratio, long.first, short.first))
+            print(f"{k + 1:>6} {run_ms:8.2f} {floor_ms:8.2f} {ed:8.2f} {ratio:6.2f} "
+                  f"{long.first:12.2f} {short.first:12.2f}", flush=True)
+    run_ms, floor_ms, ed, ratio, first_long, first_short = map(list, zip(*rows))
+    print(f"run       : {spread(run_ms, '{:.2f}')} ms/trial")
+    print(f"floor+f   : {spread(floor_ms, '{:.2f}')} ms/trial")
+    print(f"enc+dec   : {spread(ed, '{:.2f}')} ms/trial")
+    print(f"ratio     : {spread(ratio, '{:.2f}')}  (run / (floor+f + enc+dec); target <= 1.3)")
+    print(f"start-up  : {spread(first_long + first_short, '{:.2f}')} s to the first trial")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
