@@ -25,7 +25,8 @@ import numpy as np
 from common import JOBS
 
 from gcc_mpi.config import load_job
-from gcc_mpi.simulate import prepare, simulate_job
+from gcc_mpi.job import prepare
+from gcc_mpi.simulate import simulate_job
 
 TARGET = 2000.0  # trials/s per scheme (issue 7)
 SCHEMES = ["uncoded", "replication", "bacc", "letcc", "gcc"]

@@ -142,7 +142,8 @@ def cmd_simulate(args):
     from .config import select_points
     from .progress import Progress
     from .results import ResultWriter, read_results
-    from .simulate import prepare, simulate_job
+    from .job import prepare
+    from .simulate import simulate_job
     from .stopping import Stop, StopFlag
 
     stop = StopFlag()  # job.time_limit counts from here

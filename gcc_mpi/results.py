@@ -17,16 +17,23 @@ common length before a resumed run appends). Plain dtypes only (no compound type
 tool can read the file. This module never imports MPI: the caller (rank 0, or the simulator)
 owns the writer.
 
+Appends are buffered: ``append`` checks the rows at once (shapes, missing datasets) and keeps
+them in memory; they go into the file in one block per dataset — one resize and one write,
+whatever the number of appends — when the file is committed (or read back: ``trials_done``
+counts them, ``align`` writes them first). The MPI master appends one trial at a time, and 18
+h5py resizes and writes per trial and scheme would cost it half of its time per trial.
+
 Crash safety (SIGKILL, the out-of-memory killer, hydra ending the job): the writer keeps the
-file in memory (HDF5's core driver) and *commits* it by writing a complete image to
-``<file>.tmp`` and renaming that over the file — an atomic replace. So the file on disk is at
-every moment a whole, closed HDF5 file: the state of the last commit, readable by any tool
-while the job runs and after it is killed, never half-written (a full disk fails the commit and
-leaves the previous one). ``flush`` commits unless the last commit is very recent relative to
-its cost (at most ~5% of the run goes to commits: with files up to a few MB that is after every
-trial); ``close`` always commits. A kill loses at most the trials since the last commit. The
-price is memory: rank 0 holds the whole file. No fsync: this protects against the death of the
-process, not of the machine.
+file in memory (HDF5's core driver) and *commits* it by writing the buffered rows into it and a
+complete image to ``<file>.tmp`` and renaming that over the file — an atomic replace. So the
+file on disk is at every moment a whole, closed HDF5 file: the state of the last commit,
+readable by any tool while the job runs and after it is killed, never half-written (a full disk
+fails the commit and leaves the previous one). ``flush`` commits unless the last commit is
+younger than COMMIT_BUDGET times its own cost (at most ~5% of the run goes to commits: with
+files up to a few MB that is every trial or every few trials of the MPI master); ``close``
+always commits. A kill loses at most the trials since the last commit. The price is memory:
+rank 0 holds the whole file. No fsync: this protects against the death of the process, not of the
+machine.
 """
 
 import json
@@ -97,6 +104,8 @@ class ResultWriter:
             raise JobError("-o", f"cannot create the folder of {self.path}: "
                                  f"{e.strerror or e}") from None
         self._datasets = {}  # (index, scheme) -> {name: h5py.Dataset}
+        self._shapes = {}    # (index, scheme) -> {name: per-trial shape}, file and buffer
+        self._pending = {}   # (index, scheme) -> [(n, {name: array}), ...] not in the file yet
         self._tmp = self.path + ".tmp"  # left behind only by a kill during a commit
         if os.path.exists(self._tmp):
             os.remove(self._tmp)
@@ -176,11 +185,12 @@ class ResultWriter:
         return g[scheme] if scheme in g else g.create_group(scheme)
 
     def append(self, index: int, scheme: str, rows: dict) -> None:
-        """Append n trials: every value in ``rows`` has leading axis n (one resize per dataset).
+        """Append n trials: every value in ``rows`` has leading axis n. Checked now, written
+        into the file at the next commit (see the module notes).
 
-        Every dataset already in the group must be given. If an interrupted run left datasets
-        of unequal length, all are cut back to the shortest before appending, so rows stay
-        aligned.
+        Every dataset already in the group (or in an earlier append) must be given. If an
+        interrupted run left datasets of unequal length, all are cut back to the shortest
+        before the rows are written, so rows stay aligned.
         """
         arrays = {k: _as_storable(k, v) for k, v in rows.items()}
         if not arrays:
@@ -191,23 +201,50 @@ class ResultWriter:
             raise ValueError(f"rows have different numbers of trials: {lengths}")
         if n == 0:
             return
-        cache = self._datasets.get((index, scheme))
-        if cache is None:
+        key = (index, scheme)
+        shapes = self._shapes.get(key)
+        if shapes is None:
             g = self._group(index, scheme)
-            cache = self._datasets[(index, scheme)] = {k: g[k] for k in g}
-        missing = set(cache) - set(arrays)
+            shapes = self._shapes[key] = {k: d.shape[1:] for k, d in g.items()}
+        missing = shapes.keys() - arrays.keys()
         if missing:
             raise ValueError(f"rows for point {index}, scheme {scheme!r} lack {sorted(missing)}")
-        start = min((d.shape[0] for d in cache.values()), default=0)
         for k, a in arrays.items():
-            d = cache.get(k)
-            if d is None:
-                d = cache[k] = self._create(index, scheme, k, a, start)
-            elif d.shape[1:] != a.shape[1:]:
+            known = shapes.get(k)
+            if known is not None and known != a.shape[1:]:
                 raise ValueError(f"rows[{k!r}] has per-trial shape {a.shape[1:]}; "
-                                 f"the file has {d.shape[1:]}")
-            d.resize(start + n, axis=0)
-            d[start:start + n] = a
+                                 f"the file has {known}")
+        for k, a in arrays.items():
+            shapes.setdefault(k, a.shape[1:])
+        self._pending.setdefault(key, []).append((n, arrays))
+
+    def _write_pending(self):
+        """Write the buffered rows into the (in-memory) file: one block per dataset. Returns
+        the seconds spent creating datasets (a scheme's first rows)."""
+        created = 0.0
+        for (index, scheme), blocks in self._pending.items():
+            cache = self._datasets.get((index, scheme))
+            if cache is None:
+                g = self._group(index, scheme)
+                cache = self._datasets[(index, scheme)] = {k: g[k] for k in g}
+            start = min((d.shape[0] for d in cache.values()), default=0)
+            n = sum(m for m, _ in blocks)
+            first = {}  # name -> its array in the first block that has it
+            for _, arrays in blocks:
+                for k, a in arrays.items():
+                    first.setdefault(k, a)
+            for k, like in first.items():
+                # a name first seen in a later block (an encoder's alpha) is filled before it
+                a = np.concatenate([arrays[k] if k in arrays else _filled(like, m)
+                                    for m, arrays in blocks])
+                d = cache.get(k)
+                if d is None:
+                    t0 = time.monotonic()
+                    d = cache[k] = self._create(index, scheme, k, like, start)
+                    created += time.monotonic() - t0
+                _write_rows(d, start, a)
+        self._pending.clear()
+        return created
 
     def _create(self, index, scheme, key, a, length):
         g = self._group(index, scheme)
@@ -225,6 +262,7 @@ class ResultWriter:
         """Trials every one of ``schemes`` has for point ``index`` (0 if none), after cutting
         longer schemes back to that length: a run stopped between two schemes' appends leaves
         them uneven, and a resumed run must append trial t to every scheme at row t."""
+        self._write_pending()
         n = min((self.trials_done(index, s) for s in schemes), default=0)
         pname = point_name(index)
         for scheme in schemes:
@@ -240,30 +278,40 @@ class ResultWriter:
         return n
 
     def trials_done(self, index: int, scheme: str) -> int:
-        """Trials recorded for this point and scheme (0 if none): the shortest dataset length."""
+        """Trials recorded for this point and scheme (0 if none): the shortest dataset length
+        in the file, plus the rows appended since the last commit."""
+        buffered = sum(n for n, _ in self._pending.get((index, scheme), ()))
         pname = point_name(index)
         if pname not in self._f or scheme not in self._f[pname]:
-            return 0
+            return buffered
         g = self._f[pname][scheme]
-        return min((g[k].shape[0] for k in g), default=0)
+        return min((g[k].shape[0] for k in g), default=0) + buffered
 
     # -- lifetime -------------------------------------------------------------------------
+    def due(self) -> bool:
+        """Whether ``flush`` would commit now: the last commit is at least COMMIT_BUDGET times
+        its cost old. A caller that buffers rows itself appends them when a commit is due."""
+        return time.monotonic() - self._last_commit >= COMMIT_BUDGET * self._commit_cost
+
     def flush(self, force: bool = False) -> None:
         """Commit the file to disk (see the module notes) unless the last commit is younger
         than COMMIT_BUDGET times its cost; ``force``: commit now."""
-        if force or time.monotonic() - self._last_commit >= COMMIT_BUDGET * self._commit_cost:
+        if force or self.due():
             self.commit()
 
     def commit(self) -> None:
-        """Replace the file on disk, atomically, by the writer's current state."""
+        """Replace the file on disk, atomically, by the writer's current state (buffered rows
+        included)."""
         t0 = time.monotonic()
+        created = self._write_pending()
         self._f.flush()
         image = self._f.id.get_file_image()
         with open(self._tmp, "wb") as out:
             out.write(image)
         os.replace(self._tmp, self.path)
         self._last_commit = time.monotonic()
-        self._commit_cost = self._last_commit - t0
+        # creating datasets is done once, not per commit: it must not space the next ones out
+        self._commit_cost = self._last_commit - t0 - created
 
     def close(self, complete: bool) -> None:
         """Set attr ``complete``, commit and close the file. Closing twice is a no-op."""
@@ -275,6 +323,7 @@ class ResultWriter:
         finally:
             self._f.close()
             self._datasets.clear()
+            self._pending.clear()
 
     @property
     def closed(self) -> bool:
@@ -288,6 +337,31 @@ class ResultWriter:
         leaving by an exception (including Ctrl-C) marks it incomplete."""
         self.close(complete=exc_type is None)
         return False
+
+
+def _write_rows(d, start, a):
+    """Resize dataset ``d`` to ``start + len(a)`` rows and write ``a`` at ``start``: numbers
+    through h5py's low-level calls (a fifth of the cost of ``d.resize``; ``d[...] = a``),
+    strings through its high-level conversion."""
+    n = a.shape[0]
+    if a.dtype == object:
+        d.resize(start + n, axis=0)
+        d[start:start + n] = a
+        return
+    dsid = d.id
+    dsid.set_extent((start + n,) + a.shape[1:])
+    file_space = dsid.get_space()
+    file_space.select_hyperslab((start,) + (0,) * (a.ndim - 1), a.shape)
+    a = np.ascontiguousarray(a)
+    dsid.write(h5py.h5s.create_simple(a.shape), file_space, a)
+
+
+def _filled(like, n):
+    """``n`` rows of the fill value of ``like``'s dtype (as a new dataset is back-filled)."""
+    if like.dtype == object:
+        return np.full((n,) + like.shape[1:], "", dtype=object)
+    fill = {"f": np.nan, "b": False}.get(like.dtype.kind, 0)
+    return np.full((n,) + like.shape[1:], fill, dtype=like.dtype)
 
 
 def _resumable_config(toml_text):

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .erasures import evaluate_rows, summary
+from .job import Records, prepare
 from .progress import Progress
-from .trial import PointSetup, decode_and_score, empty_record, failed_record, timed_encode
+from .trial import decode_and_score, failed_record, timed_encode
 
 FLUSH_SECONDS = 2.0
 BLOCK_SECONDS = 0.25
@@ -50,41 +51,16 @@ class Block:
                    [y for y, _ in references], [why for _, why in references])
 
 
-class Records:
-    """One scheme's records of a block of trials as columns along the trial axis, the form the
-    writer appends: filled in place rather than built as one dict per trial and stacked."""
-
-    def __init__(self, N, trials):
-        n = len(trials)
-        self.columns = {k: _column(v, n) for k, v in empty_record(N).items()}
-        self.columns["trial"] = np.asarray(trials, dtype=np.int64)
-
-    def put(self, i, fields):
-        """Set trial ``i``'s ``fields`` (a dict as timed_encode, decode_and_score or
-        failed_record give); a field first seen here (an encoder's alpha) gets a NaN column."""
-        for k, v in fields.items():
-            column = self.columns.get(k)
-            if column is None:
-                n = len(self.columns["trial"])
-                column = self.columns[k] = np.full((n,) + np.shape(v), np.nan)
-            column[i] = v
-
-    def finish(self, ran, received, t_stop, delays):
-        """The fields that follow from where the trials ``ran`` stopped: ``received`` (one
-        array per trial) and ``t_stop`` (seconds); a result arrives after its worker's delay."""
-        c = self.columns
-        for i, r in zip(ran, received):
-            c["arrival"][i, r] = delays[i, r]
-            c["used"][i, r] = True
-        c["t_scatter"][ran] = 0.0
-        c["t_wait"][ran] = t_stop
-        c["latency"][ran] = c["t_encode"][ran] + t_stop + c["t_decode"][ran]
-
-
-def _column(value, n):
-    """``n`` copies of a record's default ``value``; strings as objects, to hold any length."""
-    a = np.asarray(value)
-    return np.repeat((a.astype(object) if a.dtype.kind == "U" else a)[None], n, axis=0)
+def finish(records, ran, received, t_stop, delays):
+    """The fields that follow from where the trials ``ran`` stopped: ``received`` (one array
+    per trial) and ``t_stop`` (seconds); a result arrives after its worker's delay."""
+    c = records.columns
+    for i, r in zip(ran, received):
+        c["arrival"][i, r] = delays[i, r]
+        c["used"][i, r] = True
+    c["t_scatter"][ran] = 0.0
+    c["t_wait"][ran] = t_stop
+    c["latency"][ran] = c["t_encode"][ran] + t_stop + c["t_decode"][ran]
 
 
 def scheme_block(setup, name, block):
@@ -103,7 +79,7 @@ def scheme_block(setup, name, block):
     for j, i in enumerate(ran):
         received[j], t_stop[j] = run_trial(setup, name, block, i, arrivals[j], received[j],
                                            t_stop[j], records)
-    records.finish(ran, received, t_stop, block.delays)
+    finish(records, ran, received, t_stop, block.delays)
     return records
 
 
@@ -137,13 +113,6 @@ def simulate_scheme(setup, name, X, Y_true, delays):
     block = Block([0], X[None], delays[None], [Y_true], [""])
     columns = scheme_block(setup, name, block).columns
     return {k: v[0] for k, v in columns.items() if k != "trial"}
-
-
-def stack(records, trials):
-    """Columns of dict records (one per trial, as the MPI master builds them) for the writer."""
-    rows = {k: np.array([r[k] for r in records]) for k in records[0]}
-    rows["trial"] = np.asarray(trials, dtype=np.int64)
-    return rows
 
 
 def block_columns(setup, point_index, trials, names, stop=None):
@@ -204,13 +173,6 @@ def concat(blocks):
     return {k: np.concatenate([columns.get(k, np.full((len(columns["trial"]),) + v.shape[1:],
                                                       np.nan)) for columns in blocks])
             for k, v in like.items()}
-
-
-def prepare(job, points=None):
-    """(point, PointSetup) for each point: every data file, model and code is built, and so
-    checked, before any output is written."""
-    points = job.points if points is None else points
-    return [(point, PointSetup.build(point.config, job.base_dir)) for point in points]
 
 
 def simulate_job(job, writer, prepared=None, progress=None, stop=None):

@@ -132,3 +132,35 @@ def test_not_a_results_file(tmp_path):
         read_results(tmp_path / "other.h5")
     with pytest.raises(JobError, match="not a gcc_mpi/1"):
         writer(tmp_path / "other.h5", resume=True)
+
+
+def test_buffered_appends_give_the_file_of_one_block_append(tmp_path):
+    """Rows appended one trial at a time are buffered and written at the commit: the file holds
+    what one append of the whole block gives, a dataset first seen in a later append (an
+    encoder's alpha) is filled (NaN) before it, and a bad append fails at once, keeping the
+    earlier rows."""
+    rows = make_rows(0, 6)
+    late = rows.pop("alpha")
+    with writer(tmp_path / "one.h5") as w:
+        w.add_point(0, {})
+        w.append(0, "gcc", {k: v[:2] for k, v in rows.items()})
+        w.append(0, "gcc", {**{k: v[2:] for k, v in rows.items()}, "alpha": late[2:]})
+    with writer(tmp_path / "many.h5") as w:
+        w.add_point(0, {})
+        for t in range(6):
+            row = {k: v[t:t + 1] for k, v in rows.items()}
+            if t >= 2:
+                row["alpha"] = late[t:t + 1]
+            w.append(0, "gcc", row)
+            assert w.trials_done(0, "gcc") == t + 1  # buffered rows count
+        with pytest.raises(ValueError, match="per-trial shape"):
+            w.append(0, "gcc", {**{k: v[:1] for k, v in rows.items()}, "alpha": late[:1, :1]})
+        with pytest.raises(ValueError, match="lack"):
+            w.append(0, "gcc", {k: v[:1] for k, v in rows.items()})  # alpha is known now
+        assert w.trials_done(0, "gcc") == 6
+    one = read_results(tmp_path / "one.h5").points[0].schemes["gcc"]
+    many = read_results(tmp_path / "many.h5").points[0].schemes["gcc"]
+    assert one.keys() == many.keys() == set(rows) | {"alpha"}
+    for k in one:
+        np.testing.assert_array_equal(many[k], one[k])
+    assert np.isnan(many["alpha"][:2]).all() and (many["alpha"][2:] == late[2:]).all()

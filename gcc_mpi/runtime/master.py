@@ -47,6 +47,7 @@ from . import protocol as P
 from .mpi import process_gone
 
 GRACE = 10.0         # seconds for each step of a stop (drain the round, deliver EXIT)
+BLOCK = 256          # trials of records held by the master before they go to the writer
 FIND_DEAD = 2.0      # seconds to look for the dead rank after hydra's notice
 
 
@@ -135,14 +136,27 @@ class Master:
         progress.close()
 
     def _run_point(self, setup, point, names, trials, writer, progress):
-        """Every round of ``trials``, up to ``self.depth`` in flight; each trial's records are
-        written together once all its schemes are decided, in trial order."""
-        from ..simulate import stack
+        """Every round of ``trials``, up to ``self.depth`` in flight. Once all its schemes are
+        decided, a trial's records go into the master's block of Records, in trial order, and
+        the block goes to the writer when a commit is due, when it is full and when the point
+        ends or stops (every finished trial is kept): a trial costs the master no HDF5 call."""
+        from ..job import Records
         from ..trial import failed_record
 
-        records = {}  # trial -> {scheme: record}, until the trial is written
+        records = {}  # trial -> {scheme: record}, until the trial is complete
+        block = {}    # scheme -> Records of the next trials to write
+        filled = 0    # trials of the block filled
+
+        def hand_over():
+            nonlocal filled
+            if filled:
+                for name in names:  # a trial is written whole, or not at all
+                    writer.append(point, name, block[name].rows(filled))
+            block.clear()
+            filled = 0
 
         def collect(retired):
+            nonlocal filled
             for r in retired:
                 records[r.trial][r.name] = r.rec
             while records:
@@ -150,30 +164,39 @@ class Master:
                 if len(records[t]) < len(names):
                     return
                 done = records.pop(t)
-                for name in names:  # the trial is written whole, or not at all
-                    writer.append(point, name, stack([done[name]], [t]))
-                writer.flush()
+                if not block:
+                    span = range(t, min(t + BLOCK, trials.stop))
+                    block.update((name, Records(setup.codes[name].N, span)) for name in names)
+                for name in names:
+                    block[name].put(filled, done[name])
+                filled += 1
                 progress.trial_done()
+                if filled == len(block[names[0]]) or writer.due():
+                    hand_over()
+                    writer.flush()
 
-        for t in trials:
-            self.where = (point, t)
-            try:
-                self._check()
-            except RankFailure:  # a rank died between rounds
-                self._bury()
-            X, delays = setup.draw(point, t, inject=True)
-            Y_true, why = setup.reference(X)
-            records[t] = {}
-            for name in names:
-                if Y_true is None:  # f failed on the inputs: no round at all
-                    records[t][name] = failed_record(setup.codes[name], delays, why)
-                    continue
-                while len(self.rounds) >= self.depth:
-                    collect(self.advance())
-                self.start(setup, name, point, t, X, Y_true, delays)
-            collect(())
-        while self.rounds:
-            collect(self.advance())
+        try:
+            for t in trials:
+                self.where = (point, t)
+                try:
+                    self._check()
+                except RankFailure:  # a rank died between rounds
+                    self._bury()
+                X, delays = setup.draw(point, t, inject=True)
+                Y_true, why = setup.reference(X)
+                records[t] = {}
+                for name in names:
+                    if Y_true is None:  # f failed on the inputs: no round at all
+                        records[t][name] = failed_record(setup.codes[name], delays, why)
+                        continue
+                    while len(self.rounds) >= self.depth:
+                        collect(self.advance())
+                    self.start(setup, name, point, t, X, Y_true, delays)
+                collect(())
+            while self.rounds:
+                collect(self.advance())
+        finally:
+            hand_over()
 
     def open(self, setup, point, depth):
         """Buffers and persistent requests for ``depth`` rounds of a point's shape."""

@@ -50,9 +50,9 @@ def main_master(comm, args, default_output, stop=None, notice=None):
 
     from ..analyze import format_table, summarize
     from ..config import select_points
+    from ..job import prepare
     from ..progress import Progress
     from ..results import ResultWriter, read_results
-    from ..simulate import prepare
     from ..stopping import Stop, StopFlag
 
     stop = stop or StopFlag()
