@@ -8,7 +8,7 @@ is what makes `run` and `simulate` of one job agree.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from .config import resolved_lcc_degree, resolved_stragglers
 from .datasets import load_dataset
 from .erasures import evaluate_rows
 from .errors import JobError
+from .seeds import TrialRngs
 from .stragglers import draw_delays
 from .targets import check_layout, probe, target_for
 
@@ -193,6 +194,11 @@ class PointSetup:
     codes: dict
     rules: dict
     trace: object = None  # stragglers.model = "trace": the measured delays it replays
+    rngs: object = field(default=None, repr=False)  # trial_rngs, a chunk of trials at a time
+
+    def __post_init__(self):
+        if self.rngs is None:
+            self.rngs = TrialRngs(self.config.job.seed)
 
     @classmethod
     def build(cls, config, base_dir="."):
@@ -223,7 +229,7 @@ class PointSetup:
         """A trial's inputs X (K x d) and delays (N,), from the trial's own seed; ``inject``:
         the delays an MPI run injects (they differ from the simulator's for a measured trace,
         whose times include what the run adds by itself: stragglers.Trace)."""
-        data_rng, delay_rng = trial_rngs(self.config.job.seed, point_index, trial_index)
+        data_rng, delay_rng = self.rngs(point_index, trial_index)
         X = self.dataset.sample(data_rng, self.config.data.batch)
         delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers,
                              self.trace, inject)

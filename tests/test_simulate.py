@@ -316,3 +316,23 @@ def test_blocks_without_an_encoder_column_are_nan_there():
     both = concat([a, b])
     assert np.array_equal(both["trial"], np.arange(3))
     assert np.array_equal(both["alpha"], [[1, 1, 1], [1, 1, 1], [np.nan] * 3], equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 2**32 - 1, 2**32, 2**70 + 5])
+def test_trial_generators_seeded_a_chunk_at_a_time_are_numpys(seed):
+    """seeds.states hashes many SeedSequences at once: its state words are numpy's own, and
+    TrialRngs gives trial_rngs' generators (any point, trial, across chunk edges)."""
+    from gcc_mpi.seeds import CHUNK, TrialRngs, states
+
+    rng = np.random.default_rng(seed % 97)
+    keys = np.column_stack([rng.integers(0, 2**32, 40), rng.integers(0, 2**32, 40),
+                            rng.integers(0, 2, 40)])
+    keys[:4] = [[0, 0, 0], [0, 0, 1], [7, 2**32 - 1, 1], [1, 0, 0]]
+    want = [np.random.SeedSequence(seed, spawn_key=tuple(map(int, k))).generate_state(
+        4, np.uint64) for k in keys]
+    np.testing.assert_array_equal(states(seed, keys), np.array(want))
+    rngs = TrialRngs(seed)
+    for point, trial in [(0, 0), (0, CHUNK - 1), (0, CHUNK), (3, 5 * CHUNK + 7), (0, 1)]:
+        for a, b in zip(rngs(point, trial), trial_rngs(seed, point, trial)):
+            np.testing.assert_array_equal(a.random(4), b.random(4))
+            np.testing.assert_array_equal(a.integers(0, 10**9, 3), b.integers(0, 10**9, 3))
