@@ -6,7 +6,7 @@ One PNG (6 x 4 in, 100 dpi) per kind of figure that applies to the file, named a
   per scheme, when ``stragglers.count`` is swept; the same against any other numeric swept key
   (``-mse-vs-<key>.png``);
 - ``<job>-mse-vs-N.png``: mean NMSE against the number of workers on log-log axes, with the
-  least-squares slope of each scheme (``analyze.fit_rates``, as ``--rate code.workers``) drawn
+  least-squares slope of each scheme (``rates.fit_rates``, as ``--rate code.workers``) drawn
   and given in the legend, when ``code.workers`` is swept;
 - ``<job>-relacc-vs-S.png`` (``-vs-<key>``): relacc against the same keys when f is a classifier;
 - ``<job>-latency-cdf.png``: the distribution of the per-trial latency of each scheme at the
@@ -29,8 +29,8 @@ import textwrap
 
 import numpy as np
 
-from .analyze import fit_rates, summarize
 from .errors import JobError
+from .rates import fit_rates
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -361,11 +361,10 @@ def _what(key):
             "code.workers": "workers N", "data.batch": "batch size K"}.get(key, key)
 
 
-def plot_all(results, outdir, rows=None):
-    """Write every figure that applies to ``results`` (a Results) into ``outdir``; returns
-    the paths written."""
+def plot_all(results, outdir, rows):
+    """Write every figure that applies to ``results`` (a Results, summarised in ``rows`` by
+    ``analyze.summarize``) into ``outdir``; returns the paths written."""
     require_matplotlib()
-    rows = summarize(results) if rows is None else rows
     job = _Job(results)
     os.makedirs(outdir, exist_ok=True)
     written = []

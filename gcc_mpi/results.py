@@ -228,15 +228,14 @@ class ResultWriter:
                 g = self._group(index, scheme)
                 cache = self._datasets[(index, scheme)] = {k: g[k] for k in g}
             start = min((d.shape[0] for d in cache.values()), default=0)
-            n = sum(m for m, _ in blocks)
             first = {}  # name -> its array in the first block that has it
             for _, arrays in blocks:
                 for k, a in arrays.items():
                     first.setdefault(k, a)
             for k, like in first.items():
                 # a name first seen in a later block (an encoder's alpha) is filled before it
-                a = np.concatenate([arrays[k] if k in arrays else _filled(like, m)
-                                    for m, arrays in blocks])
+                parts = [arrays[k] if k in arrays else _filled(like, m) for m, arrays in blocks]
+                a = parts[0] if len(parts) == 1 else np.concatenate(parts)
                 d = cache.get(k)
                 if d is None:
                     t0 = time.monotonic()

@@ -271,9 +271,11 @@ def test_plots_of_a_classifier_sweep(tmp_path):
                    'schemes = ["uncoded", "bacc", "gcc"]\n[sweep]\n"stragglers.count" = [0, 2]\n')
     out = tmp_path / "c.h5"
     assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
+    from gcc_mpi.analyze import summarize
     from gcc_mpi.plots import plot_all
 
-    written = plot_all(read_results(out), tmp_path / "figs")
+    res = read_results(out)
+    written = plot_all(res, tmp_path / "figs", summarize(res))
     assert [Path(p).name for p in written] == ["cls-mse-vs-S.png", "cls-relacc-vs-S.png",
                                                "cls-latency-cdf.png"]
     for p in written:

@@ -1,23 +1,39 @@
 """The coding schemes (no MPI here). ``make_code(name, N, K, **options)`` builds one."""
 
+from collections.abc import Mapping
+from importlib import import_module
+
 from ..errors import JobError
 from .base import DecodeError, LinearCode
-from .berrut import BACC
-from .gcc import GCC
-from .gcc_manifold import ManifoldGCC
-from .lcc import LCC
-from .letcc import LeTCC
-from .uncoded import Replication, Uncoded
 
-SCHEMES = {
-    "uncoded": Uncoded,
-    "replication": Replication,
-    "lcc": LCC,
-    "bacc": BACC,
-    "letcc": LeTCC,
-    "gcc": GCC,
-    "gcc-manifold": ManifoldGCC,
+# scheme -> (module, class); a scheme's module (and the scipy parts it uses: lcc's interpolation,
+# the manifold's graphs) is imported when the scheme is first built, not by every job
+_WHERE = {
+    "uncoded": ("uncoded", "Uncoded"),
+    "replication": ("uncoded", "Replication"),
+    "lcc": ("lcc", "LCC"),
+    "bacc": ("berrut", "BACC"),
+    "letcc": ("letcc", "LeTCC"),
+    "gcc": ("gcc", "GCC"),
+    "gcc-manifold": ("gcc_manifold", "ManifoldGCC"),
 }
+
+
+class _Schemes(Mapping):
+    """{name: class} of every scheme, importing a class's module on first use."""
+
+    def __getitem__(self, name):
+        module, cls = _WHERE[name]
+        return getattr(import_module(f".{module}", __name__), cls)
+
+    def __iter__(self):
+        return iter(_WHERE)
+
+    def __len__(self):
+        return len(_WHERE)
+
+
+SCHEMES = _Schemes()
 
 
 def make_code(name, N, K, **options):

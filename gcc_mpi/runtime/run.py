@@ -12,7 +12,6 @@ from pathlib import Path
 from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .master import GRACE, Master, WorkerLost
 from .mpi import Waiter, resolve_wait
 
 
@@ -48,12 +47,12 @@ def announce(comm, waiter, message):
 def main_master(comm, args, default_output, stop=None, notice=None):
     from mpi4py import MPI
 
-    from ..analyze import format_table, summarize
     from ..config import select_points
     from ..job import prepare
     from ..progress import Progress
     from ..results import ResultWriter, read_results
     from ..stopping import Stop, StopFlag
+    from .master import GRACE, Master, WorkerLost  # rank 0's only: workers import this module
 
     stop = stop or StopFlag()
     startup = Waiter(MPI, "polite")
@@ -110,6 +109,8 @@ def main_master(comm, args, default_output, stop=None, notice=None):
             comm.Abort(e.code)
         return e.code
     if not args.quiet:
+        from ..analyze import format_table, summarize
+
         print(format_table(summarize(read_results(out))))
     print(master.describe(), file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
@@ -143,6 +144,8 @@ def pid_map(peers):
 
 
 def _startup_check(notice):
+    from .master import WorkerLost
+
     if notice is not None and notice.count:
         raise WorkerLost("a rank died during start-up (hydra reported a dead process); "
                          "the job cannot start")

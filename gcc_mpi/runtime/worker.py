@@ -38,10 +38,11 @@ import numpy as np
 from ..erasures import NONE, call, check, raised
 from . import protocol as P
 from . import witness
-from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, improbe, resolve_wait
+from .mpi import IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, improbe, resolve_wait
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
+SLEEP_STARTUP = 10e-3  # longest sleep while waiting for rank 0's start-up message
 
 
 def main_worker(comm, args, stop=None, timer=None):
@@ -50,7 +51,10 @@ def main_worker(comm, args, stop=None, timer=None):
     from mpi4py import MPI
 
     check = None if stop is None else _grace_check(stop)
-    message = Waiter(MPI, "polite", check=check).recv_object(comm, 0, P.SETUP)
+    startup = Waiter(MPI, "polite", check=check)
+    # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
+    startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
+    message = startup.recv_object(comm, 0, P.SETUP)
     if message[0] != "ok":
         return 2  # rank 0 reported the bad input
     _, toml_text, base_dir, shapes, master_host, master_pid = message
