@@ -1,6 +1,6 @@
 """The whole job as a user runs it, against the floor: per-trial cost and start-up at 32 ranks.
 
-    python benchmarks/whole_job.py [--ranks 32] [--short 20] [--long 620] [--repeat 3]
+    python benchmarks/whole_job.py [--ranks 32] [--short 20] [--long 1220] [--repeat 3]
                                    [--scheme gcc]
 
 Launches, in one go and ``--repeat`` times in turn (so all see the same machine):
@@ -18,14 +18,17 @@ Printed per repeat and as median [min, max] over repeats:
             each wall counted from the first trial (the start-up below, which varies by
             seconds on a loaded machine, would otherwise swamp the difference); "raw" counts
             from the launch;
-- floor+f:  the floor loop's mean ms per trial;
+- floor+f:  the floor loop's mean ms per trial, run just before and just after the two runs
+            (the mean of both: the load of a shared machine drifts);
 - enc+dec:  the scheme's mean t_encode + t_decode in the long run's file (rank 0 does those on
             top of the floor's work);
 - latency:  the scheme's mean latency in the file (encode, scatter, gather, decode): run minus
             latency is what rank 0 spends between rounds (inputs, f(X), records, commits);
 - ratio:    run / (floor+f + enc+dec) — issue 17 asks for <= 1.3;
 - start-up: seconds from launching mpiexec to rank 0's "ranks by host and pid" line, printed
-            once every worker is READY, just before the first trial (long and short runs).
+            once every worker is READY, just before the first trial (long and short runs);
+            beside it the start-up floor: ``mpiexec -n R python -c "import numpy; from mpi4py
+            import MPI"`` and a barrier, what any numpy + mpi4py program pays to start.
 """
 
 import argparse
@@ -42,6 +45,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 FIRST_TRIAL = "gcc_mpi: ranks by host and pid"
+BARE = "import numpy; from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"
 
 
 def floor_main(trials):
@@ -92,6 +96,13 @@ class Timed:
             lines.append(line)
 
 
+def floor_loop(args):
+    """ms per trial of the floor loop with f, in an mpiexec of its own."""
+    floor = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, __file__, "--floor",
+                   "--floor-trials", str(args.floor_trials)], HERE)
+    return float(re.search(r"floor\+f mean (\S+)", floor.out).group(1))
+
+
 def run_cmd(ranks, scheme, trials, out):
     sets = [f'code.schemes=["{scheme}"]', "stragglers.model=none", f"job.trials={trials}"]
     return [mpiexec(), "-n", str(ranks), sys.executable, "-m", "gcc_mpi", "run", "-o", str(out),
@@ -117,7 +128,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=32)
     p.add_argument("--short", type=int, default=20)
-    p.add_argument("--long", type=int, default=620)
+    p.add_argument("--long", type=int, default=1220)
     p.add_argument("--floor-trials", type=int, default=600)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--scheme", default="gcc")
@@ -129,31 +140,34 @@ def main():
     print(f"# whole_job: {args.ranks} ranks, scheme {args.scheme}, zero delay, digits MLP; "
           f"run = (wall of {args.long} trials - wall of {args.short}) / {args.long - args.short}")
     print(f"{'repeat':>6} {'run ms':>8} {'raw ms':>8} {'floor+f':>8} {'enc+dec':>8} {'latency':>8} {'ratio':>6} "
-          f"{'start-up s (long, short)':>25}")
+          f"{'start-up s (long, short)':>25} {'floor s':>10}")
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.repeat):
-            floor = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, __file__, "--floor",
-                           "--floor-trials", str(args.floor_trials)], HERE)
-            floor_ms = float(re.search(r"floor\+f mean (\S+)", floor.out).group(1))
+            floor_ms = floor_loop(args)
+            bare = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, "-c", BARE], tmp)
             short = Timed(run_cmd(args.ranks, args.scheme, args.short, Path(tmp, "s.h5")), tmp)
             long = Timed(run_cmd(args.ranks, args.scheme, args.long, Path(tmp, "l.h5")), tmp)
             trials = args.long - args.short
             run_ms = 1e3 * ((long.wall - long.first) - (short.wall - short.first)) / trials
             raw_ms = 1e3 * (long.wall - short.wall) / trials
+            floor_ms = (floor_ms + floor_loop(args)) / 2
             ed, latency = enc_dec_ms(Path(tmp, "l.h5"), args.scheme)
             ratio = run_ms / (floor_ms + ed)
-            rows.append((run_ms, raw_ms, floor_ms, ed, latency, ratio, long.first, short.first))
+            rows.append((run_ms, raw_ms, floor_ms, ed, latency, ratio, long.first, short.first,
+                         bare.wall))
             print(f"{k + 1:>6} {run_ms:8.2f} {raw_ms:8.2f} {floor_ms:8.2f} {ed:8.2f} "
                   f"{latency:8.2f} {ratio:6.2f} "
-                  f"{long.first:12.2f} {short.first:12.2f}", flush=True)
-    run_ms, raw_ms, floor_ms, ed, latency, ratio, first_long, first_short = map(list, zip(*rows))
+                  f"{long.first:12.2f} {short.first:12.2f} {bare.wall:10.2f}", flush=True)
+    run_ms, raw_ms, floor_ms, ed, latency, ratio, first_long, first_short, bare = map(
+        list, zip(*rows))
     print(f"run       : {spread(run_ms, '{:.2f}')} ms/trial (raw {spread(raw_ms, '{:.2f}')})")
     print(f"floor+f   : {spread(floor_ms, '{:.2f}')} ms/trial")
     print(f"enc+dec   : {spread(ed, '{:.2f}')} ms/trial")
     print(f"latency   : {spread(latency, '{:.2f}')} ms/trial (encode to decoded; the rest of "
           "run is rank 0 between rounds)")
     print(f"ratio     : {spread(ratio, '{:.2f}')}  (run / (floor+f + enc+dec); target <= 1.3)")
-    print(f"start-up  : {spread(first_long + first_short, '{:.2f}')} s to the first trial")
+    print(f"start-up  : {spread(first_long + first_short, '{:.2f}')} s to the first trial; "
+          f"numpy + mpi4py alone {spread(bare, '{:.2f}')} s")
 
 
 if __name__ == "__main__":
