@@ -29,11 +29,17 @@ Printed per repeat and as median [min, max] over repeats:
             once every worker is READY, just before the first trial (long and short runs);
             beside it the start-up floor: ``mpiexec -n R python -c "import numpy; from mpi4py
             import MPI"`` and a barrier, what any numpy + mpi4py program pays to start.
+
+``--profile S`` instead samples rank 0 of one long run for S seconds with py-spy
+(``pip install py-spy``; wall-clock samples, waiting included) and prints the share of its time
+in each part of a trial.
 """
 
 import argparse
+import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,6 +109,56 @@ def floor_loop(args):
     return float(re.search(r"floor\+f mean (\S+)", floor.out).group(1))
 
 
+# parts of rank 0's trial loop, by the function (file) a sample passes through
+PARTS = [("waiting for results (Waiter.some)", "Waiter.some (mpi.py)"),
+         ("  of which sleeping", "Backoff.sleep (mpi.py)"),
+         ("decode and score", "decode_and_score (trial.py)"),
+         ("draw inputs and delays", "PointSetup.draw (trial.py)"),
+         ("  of which seeding", "TrialRngs.__call__ (seeds.py)"),
+         ("reference f(X)", "PointSetup.reference (trial.py)"),
+         ("encode and scatter (Master.start)", "Master.start (master.py)"),
+         ("  of which encode", "encode_record (trial.py)"),
+         ("records and commits (collect)", "Master._run_point.<locals>.collect (master.py)"),
+         ("  of which commits", "ResultWriter.commit (results.py)"),
+         ("each reply (Master._take)", "Master._take (master.py)"),
+         ("STOPs and retiring a round", "Master._retire (master.py)")]
+
+
+def profile(args, seconds):
+    """py-spy samples of rank 0 during a long run: % of its wall time per part of a trial."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not os.path.exists(spy):
+        raise SystemExit("--profile needs py-spy: pip install py-spy")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = run_cmd(args.ranks, args.scheme, 100000, Path(tmp, "p.h5"))
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            for line in proc.stderr:
+                if line.startswith(FIRST_TRIAL):
+                    pid = re.search(r"(?:pids |0=)(\d+)", line).group(1)
+                    break
+            raw = Path(tmp, "samples.txt")
+            subprocess.run([spy, "record", "-p", pid, "--idle", "--format", "raw", "-r", "250",
+                            "-d", str(seconds), "-o", str(raw)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            proc.terminate()  # SIGTERM: the run stops cleanly
+            proc.communicate()
+        counts, total = collections.Counter(), 0
+        for line in raw.read_text().splitlines():
+            stack, _, n = line.rpartition(" ")
+            frames = {re.sub(r" \((?:.*/)?([^/:]+):\d+\)$", r" (\1)", f)
+                      for f in stack.split(";")}
+            total += int(n)
+            for _, key in PARTS:
+                counts[key] += int(n) if key in frames else 0
+    print(f"# rank 0 of `mpiexec -n {args.ranks} python -m gcc_mpi run` ({args.scheme}, zero "
+          f"delay), {total} samples over {seconds} s, % of its wall time:")
+    for label, key in PARTS:
+        print(f"{100 * counts[key] / max(total, 1):5.1f}%  {label}")
+
+
 def run_cmd(ranks, scheme, trials, out):
     sets = [f'code.schemes=["{scheme}"]', "stragglers.model=none", f"job.trials={trials}"]
     return [mpiexec(), "-n", str(ranks), sys.executable, "-m", "gcc_mpi", "run", "-o", str(out),
@@ -132,10 +188,14 @@ def main():
     p.add_argument("--floor-trials", type=int, default=600)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--scheme", default="gcc")
+    p.add_argument("--profile", type=int, metavar="S",
+                   help="sample rank 0 of a long run for S seconds with py-spy instead")
     p.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
     args = p.parse_args()
     if args.floor:
         return floor_main(args.floor_trials)
+    if args.profile:
+        return profile(args, args.profile)
     rows = []
     print(f"# whole_job: {args.ranks} ranks, scheme {args.scheme}, zero delay, digits MLP; "
           f"run = (wall of {args.long} trials - wall of {args.short}) / {args.long - args.short}")
