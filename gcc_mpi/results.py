@@ -110,6 +110,7 @@ class ResultWriter:
         if os.path.exists(self._tmp):
             os.remove(self._tmp)
         self._last_commit, self._commit_cost = time.monotonic(), 0.0
+        self._costs = []  # of the last commits (seconds), but the one creating the file
         if resume and exists:
             try:
                 self._f = h5py.File(self.path, "a", **_CORE)
@@ -136,6 +137,8 @@ class ResultWriter:
         except OSError as e:
             self._f.close()
             raise JobError("-o", f"cannot write {self.path}: {e.strerror or e}") from None
+        self._costs.clear()  # creating the file is done once: the first trials commit at once
+        self._commit_cost = 0.0
 
     def _check_resumable(self, config_toml):
         fmt = self._f.attrs.get("format")
@@ -309,8 +312,10 @@ class ResultWriter:
             out.write(image)
         os.replace(self._tmp, self.path)
         self._last_commit = time.monotonic()
-        # creating datasets is done once, not per commit: it must not space the next ones out
-        self._commit_cost = self._last_commit - t0 - created
+        # creating datasets is done once, not per commit: it must not space the next ones out;
+        # and one commit slowed down by other load (the smaller of the last two) neither
+        self._costs = [*self._costs[-1:], self._last_commit - t0 - created]
+        self._commit_cost = min(self._costs)
 
     def close(self, complete: bool) -> None:
         """Set attr ``complete``, commit and close the file. Closing twice is a no-op."""
