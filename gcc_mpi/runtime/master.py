@@ -141,7 +141,6 @@ class Master:
         the block goes to the writer when a commit is due, when it is full and when the point
         ends or stops (every finished trial is kept): a trial costs the master no HDF5 call."""
         from ..job import Records
-        from ..trial import failed_record
 
         records = {}  # trial -> {scheme: record}, until the trial is complete
         block = {}    # scheme -> Records of the next trials to write
@@ -176,27 +175,35 @@ class Master:
                     writer.flush()
 
         try:
-            for t in trials:
-                self.where = (point, t)
-                try:
-                    self._check()
-                except RankFailure:  # a rank died between rounds
-                    self._bury()
-                X, delays = setup.draw(point, t, inject=True)
-                Y_true, why = setup.reference(X)
-                records[t] = {}
-                for name in names:
-                    if Y_true is None:  # f failed on the inputs: no round at all
-                        records[t][name] = failed_record(setup.codes[name], delays, why)
-                        continue
-                    while len(self.rounds) >= self.depth:
-                        collect(self.advance())
-                    self.start(setup, name, point, t, X, Y_true, delays)
-                collect(())
-            while self.rounds:
-                collect(self.advance())
+            self._rounds(setup, point, names, trials, records, collect)
         finally:
             hand_over()
+
+    def _rounds(self, setup, point, names, trials, records, collect):
+        """Start the rounds of ``trials`` in order as slots free up, and finish them. A scheme
+        that runs no round (f failed on the inputs) gets its record in ``records`` at once;
+        ``collect`` takes the rounds that retire."""
+        from ..trial import failed_record
+
+        for t in trials:
+            self.where = (point, t)
+            try:
+                self._check()
+            except RankFailure:  # a rank died between rounds
+                self._bury()
+            X, delays = setup.draw(point, t, inject=True)
+            Y_true, why = setup.reference(X)
+            records[t] = {}
+            for name in names:
+                if Y_true is None:  # f failed on the inputs: no round at all
+                    records[t][name] = failed_record(setup.codes[name], delays, why)
+                    continue
+                while len(self.rounds) >= self.depth:
+                    collect(self.advance())
+                self.start(setup, name, point, t, X, Y_true, delays)
+            collect(())
+        while self.rounds:
+            collect(self.advance())
 
     def open(self, setup, point, depth):
         """Buffers and persistent requests for ``depth`` rounds of a point's shape."""
