@@ -1,7 +1,7 @@
 """The whole job as a user runs it, against the floor: per-trial cost and start-up at 32 ranks.
 
     python benchmarks/whole_job.py [--ranks 32] [--short 20] [--long 1220] [--repeat 3]
-                                   [--scheme gcc]
+                                   [--scheme gcc] [--against DIR] [--profile S]
 
 Launches, in one go and ``--repeat`` times in turn (so all see the same machine):
 
@@ -29,6 +29,10 @@ Printed per repeat and as median [min, max] over repeats:
             once every worker is READY, just before the first trial (long and short runs);
             beside it the start-up floor: ``mpiexec -n R python -c "import numpy; from mpi4py
             import MPI"`` and a barrier, what any numpy + mpi4py program pays to start.
+
+``--against DIR`` runs the two runs a second time in each repeat with gcc_mpi imported from
+another checkout (``PYTHONPATH=DIR``, e.g. a worktree of main), so a change is compared with what
+it changes on the same machine at the same time.
 
 ``--profile S`` instead samples rank 0 of one long run for S seconds with py-spy
 (``pip install py-spy``; wall-clock samples, waiting included) and prints the share of its time
@@ -77,8 +81,8 @@ def mpiexec():
 class Timed:
     """A launch: wall time, stdout, and when a line starting with FIRST_TRIAL came on stderr."""
 
-    def __init__(self, cmd, cwd):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    def __init__(self, cmd, cwd, env=None):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", **(env or {}))
         env.pop("GCC_MPI_WAIT", None)
         self.first = None
         t0 = time.monotonic()
@@ -188,6 +192,9 @@ def main():
     p.add_argument("--floor-trials", type=int, default=600)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--scheme", default="gcc")
+    p.add_argument("--against", metavar="DIR",
+                   help="also time the runs with gcc_mpi from another checkout (PYTHONPATH=DIR), "
+                        "in turn with this one's")
     p.add_argument("--profile", type=int, metavar="S",
                    help="sample rank 0 of a long run for S seconds with py-spy instead")
     p.add_argument("--floor", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
@@ -196,38 +203,51 @@ def main():
         return floor_main(args.floor_trials)
     if args.profile:
         return profile(args, args.profile)
-    rows = []
     print(f"# whole_job: {args.ranks} ranks, scheme {args.scheme}, zero delay, digits MLP; "
           f"run = (wall of {args.long} trials - wall of {args.short}) / {args.long - args.short}")
-    print(f"{'repeat':>6} {'run ms':>8} {'raw ms':>8} {'floor+f':>8} {'enc+dec':>8} {'latency':>8} {'ratio':>6} "
-          f"{'start-up s (long, short)':>25} {'floor s':>10}")
+    print(f"{'repeat':>9} {'run ms':>7} {'raw ms':>7} {'floor+f':>7} {'enc+dec':>7} "
+          f"{'latency':>7} {'ratio':>5} {'start-up s (long, short)':>24} {'floor s':>7}")
+    sides = {"this": None} | ({"against": args.against} if args.against else {})
+    rows = {side: [] for side in sides}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.repeat):
             floor_ms = floor_loop(args)
-            bare = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, "-c", BARE], tmp)
-            short = Timed(run_cmd(args.ranks, args.scheme, args.short, Path(tmp, "s.h5")), tmp)
-            long = Timed(run_cmd(args.ranks, args.scheme, args.long, Path(tmp, "l.h5")), tmp)
-            trials = args.long - args.short
-            run_ms = 1e3 * ((long.wall - long.first) - (short.wall - short.first)) / trials
-            raw_ms = 1e3 * (long.wall - short.wall) / trials
+            bare = Timed([mpiexec(), "-n", str(args.ranks), sys.executable, "-c", BARE], tmp).wall
+            runs = {side: whole_run(args, tmp, path) for side, path in sides.items()}
             floor_ms = (floor_ms + floor_loop(args)) / 2
-            ed, latency = enc_dec_ms(Path(tmp, "l.h5"), args.scheme)
-            ratio = run_ms / (floor_ms + ed)
-            rows.append((run_ms, raw_ms, floor_ms, ed, latency, ratio, long.first, short.first,
-                         bare.wall))
-            print(f"{k + 1:>6} {run_ms:8.2f} {raw_ms:8.2f} {floor_ms:8.2f} {ed:8.2f} "
-                  f"{latency:8.2f} {ratio:6.2f} "
-                  f"{long.first:12.2f} {short.first:12.2f} {bare.wall:10.2f}", flush=True)
-    run_ms, raw_ms, floor_ms, ed, latency, ratio, first_long, first_short, bare = map(
-        list, zip(*rows))
-    print(f"run       : {spread(run_ms, '{:.2f}')} ms/trial (raw {spread(raw_ms, '{:.2f}')})")
-    print(f"floor+f   : {spread(floor_ms, '{:.2f}')} ms/trial")
-    print(f"enc+dec   : {spread(ed, '{:.2f}')} ms/trial")
-    print(f"latency   : {spread(latency, '{:.2f}')} ms/trial (encode to decoded; the rest of "
-          "run is rank 0 between rounds)")
-    print(f"ratio     : {spread(ratio, '{:.2f}')}  (run / (floor+f + enc+dec); target <= 1.3)")
-    print(f"start-up  : {spread(first_long + first_short, '{:.2f}')} s to the first trial; "
-          f"numpy + mpi4py alone {spread(bare, '{:.2f}')} s")
+            for side, (run_ms, raw_ms, ed, latency, first) in runs.items():
+                row = (run_ms, raw_ms, floor_ms, ed, latency, run_ms / (floor_ms + ed), *first,
+                       bare)
+                rows[side].append(row)
+                print(f"{k + 1:>2} {side:>6} " + " ".join(f"{v:7.2f}" for v in row[:5])
+                      + f" {row[5]:5.2f} {row[6]:12.2f} {row[7]:11.2f} {bare:7.2f}", flush=True)
+    for side, got in rows.items():
+        run_ms, raw_ms, floor_ms, ed, latency, ratio, first_long, first_short, bare = map(
+            list, zip(*got))
+        where = "" if side == "this" else f" ({args.against})"
+        print(f"# {side}{where}: median [min, max] over {args.repeat} repeats")
+        print(f"run       : {spread(run_ms, '{:.2f}')} ms/trial (raw {spread(raw_ms, '{:.2f}')})")
+        print(f"floor+f   : {spread(floor_ms, '{:.2f}')} ms/trial")
+        print(f"enc+dec   : {spread(ed, '{:.2f}')} ms/trial")
+        print(f"latency   : {spread(latency, '{:.2f}')} ms/trial (encode to decoded; the rest of "
+              "run is rank 0 between rounds)")
+        print(f"ratio     : {spread(ratio, '{:.2f}')}  (run / (floor+f + enc+dec); "
+              "target <= 1.3)")
+        print(f"start-up  : {spread(first_long + first_short, '{:.2f}')} s to the first trial; "
+              f"numpy + mpi4py alone {spread(bare, '{:.2f}')} s")
+
+
+def whole_run(args, tmp, path=None):
+    """(run ms/trial, raw ms/trial, enc+dec ms, latency ms, (start-up long, short) s) of the
+    short and the long run, with gcc_mpi from ``path`` (another checkout) if given."""
+    env = {"PYTHONPATH": str(Path(path).resolve())} if path else {}
+    short = Timed(run_cmd(args.ranks, args.scheme, args.short, Path(tmp, "s.h5")), tmp, env)
+    long = Timed(run_cmd(args.ranks, args.scheme, args.long, Path(tmp, "l.h5")), tmp, env)
+    trials = args.long - args.short
+    run_ms = 1e3 * ((long.wall - long.first) - (short.wall - short.first)) / trials
+    raw_ms = 1e3 * (long.wall - short.wall) / trials
+    ed, latency = enc_dec_ms(Path(tmp, "l.h5"), args.scheme)
+    return run_ms, raw_ms, ed, latency, (long.first, short.first)
 
 
 if __name__ == "__main__":
