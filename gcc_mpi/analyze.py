@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from .errors import JobError
 from .rates import fit_rates, format_rates  # noqa: F401  (part of this module's interface)
 from .results import Results, read_results
 
