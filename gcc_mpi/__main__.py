@@ -1,4 +1,4 @@
-"""Command line: ``python -m gcc_mpi [run|simulate|analyze|merge|validate] ...``.
+"""Command line: gcc-mpi (or python -m gcc_mpi) [run|simulate|analyze|merge|validate] ...
 
 This module only parses and dispatches (see README for the commands). Bad input of any kind ends
 with one line on stderr and exit code 2; nothing here imports MPI unless a command needs it.
@@ -16,6 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from datetime import datetime
 from pathlib import Path
 
+from . import __version__
 from .errors import JobError
 
 
@@ -32,12 +33,21 @@ def _job_args(p):
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument("--point", type=int, metavar="I",
                    help="run only sweep point I (0-based; one task of a job array); its group "
-                        "keeps the index, and `merge` joins the point files into one "
+                        "keeps the index, and merge joins the point files into one "
                         "(default output: results/<job>-p<I>-<timestamp>.h5)")
 
 
-def build_parser():
-    parser = _Parser(prog="python -m gcc_mpi", description=__doc__.splitlines()[0])
+def invoked_as(argv0=None):
+    """The command as the user typed it: "gcc-mpi" (the entry point) or "python -m gcc_mpi"."""
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "python -m gcc_mpi" if name in ("__main__.py", "-m", "-c", "") else name
+
+
+def build_parser(prog=None):
+    prog = prog or invoked_as()
+    parser = _Parser(prog=prog, description="Straggler-resilient coded computing: run a job over "
+                     "MPI or in the simulator, then analyze its HDF5 results.")
+    parser.add_argument("--version", action="version", version=f"gcc-mpi {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="run a job over MPI (under mpiexec; the default command)")
     _job_args(run)
@@ -146,12 +156,22 @@ def cmd_simulate(args):
     from .simulate import simulate_job
     from .stopping import Stop, StopFlag
 
+    from . import preflight
+    from .runtime.mpi import launcher_size
+
     stop = StopFlag()  # job.time_limit counts from here
+    ranks = launcher_size()
+    if ranks is not None and ranks > 1:
+        raise JobError("simulate", f"runs in one process, but {ranks} ranks were started; "
+                                   "start it without mpiexec/srun, or use run for the MPI run")
     job = load(args)
     stop.set_limit(job.config.job.time_limit)
     point = getattr(args, "point", None)
-    prepared = prepare(job, select_points(job, point))
+    points = select_points(job, point)
     out = Path(args.output) if args.output else default_output(job, point)
+    preflight.check_output(out, args.overwrite, getattr(args, "resume", False))
+    preflight.report(job, preflight.check(job, points))
+    prepared = prepare(job, points)
     total = len(prepared) * job.config.job.trials
     command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
     progress = Progress(total, points=len(prepared), quiet=args.quiet)
@@ -193,7 +213,10 @@ def cmd_merge(args):
 
 
 def cmd_validate(args):
+    from . import preflight
+
     job = load(args)
+    preflight.report(job, preflight.check(job))
     print(job.to_toml(), end="")
     print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
           file=sys.stderr)
@@ -204,7 +227,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         # run is the default command: no arguments, or options only (-o OUT.h5, --set ...)
-        leading_option = argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help")
+        leading_option = argv and argv[0].startswith("-") and argv[0] not in (
+            "-h", "--help", "--version")
         args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
         args.argv = list(argv)
         return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,

@@ -24,11 +24,13 @@ import numpy as np
 from .erasures import evaluate_rows, summary
 from .job import Records, prepare
 from .progress import Progress
+# trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
+# (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
+from .resources import BLOCK_CELLS, MAX_BLOCK
 from .trial import decode_and_score, failed_record, timed_encode
 
 FLUSH_SECONDS = 2.0
 BLOCK_SECONDS = 0.25
-MAX_BLOCK = 1024  # trials: larger blocks save nothing more, they only hold more memory
 
 
 @dataclass
@@ -126,10 +128,10 @@ def block_columns(setup, point_index, trials, names, stop=None):
     return columns
 
 
-def next_size(size, seconds):
+def next_size(size, seconds, most=MAX_BLOCK):
     """Trials in the next block after ``size`` took ``seconds``: about BLOCK_SECONDS' worth, at
-    most twice as many (one short block may just have been lucky) and at most MAX_BLOCK."""
-    return int(max(1, min(size * BLOCK_SECONDS / max(seconds, 1e-9), 2 * size, MAX_BLOCK)))
+    most twice as many (one short block may just have been lucky) and at most ``most``."""
+    return int(max(1, min(size * BLOCK_SECONDS / max(seconds, 1e-9), 2 * size, most)))
 
 
 def run_point(setup, point, writer, progress, trials, stop=None):
@@ -148,6 +150,7 @@ def run_point(setup, point, writer, progress, trials, stop=None):
         writer.flush()
 
     size, start, last_flush = 1, 0, time.monotonic()
+    most = max(1, min(MAX_BLOCK, BLOCK_CELLS // (point.config.code.workers * len(names))))
     try:
         while start < len(trials):
             t0 = time.monotonic()
@@ -158,7 +161,7 @@ def run_point(setup, point, writer, progress, trials, stop=None):
                 progress.trial_done()
             start += len(block)
             now = time.monotonic()
-            size = next_size(len(block), now - t0)
+            size = next_size(len(block), now - t0, most)
             if now - last_flush > FLUSH_SECONDS:
                 write()
                 last_flush = now
@@ -187,7 +190,7 @@ def simulate_job(job, writer, prepared=None, progress=None, stop=None):
             first = writer.align(point.index, list(setup.codes))
             progress.start_point(k)
             progress.skip(first)
-            remaining = list(range(first, point.config.job.trials))
+            remaining = range(first, point.config.job.trials)  # not a list: 10^12 trials fit
             if remaining:
                 run_point(setup, point, writer, progress, remaining, stop)
     finally:

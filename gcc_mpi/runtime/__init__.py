@@ -31,9 +31,10 @@ def run_command(args, *, simulate, default_output):
 
     size = mpi.launcher_size()
     if size is not None and size > 1:
-        from .run import load_job_for
+        from .run import load_job_for, preflight_job
 
-        load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
+        job = load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
+        preflight_job(job, args, size)  # data, f, memory: the same, and rank 0 tells once
         if mpi.launcher_rank() == 0:
             from . import witness
 
@@ -45,11 +46,13 @@ def run_command(args, *, simulate, default_output):
         notice = mpi.FailureNotice().install()
         comm = MPI.COMM_WORLD
         if comm.size == 1:
-            job = f" {args.job}" if getattr(args, "job", None) else ""
+            from .run import ranks_needed
+
+            job = f" run {args.job}" if getattr(args, "job", None) else ""
             print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
-                  f"distributed run with `mpiexec -n 32 python -m gcc_mpi"
-                  f"{' run' + job if job else ''}` (N = ranks - 1 workers). Running the job in "
-                  "the simulator instead.", file=sys.stderr)
+                  f"distributed run with `mpiexec -n {ranks_needed(args)} python -m gcc_mpi"
+                  f"{job}` (rank 0 and N = code.workers workers). Running the job in the "
+                  "simulator instead.", file=sys.stderr)
             return simulate(args)
         with mpi.abort_on_error(comm):
             if comm.rank == 0:

@@ -17,10 +17,12 @@ from .mpi import Waiter, resolve_wait
 
 def load_job_for(args, size):
     """The job for a run on ``size`` ranks: code.workers defaults to size - 1 (a value the job
-    file or --set gives wins) and may not exceed it."""
+    file or --set gives wins) and may not exceed it. ``size`` None: the job as written."""
     from ..config import load_default_job, load_job, parse_override, select_points
 
     overrides = [parse_override(s) for s in args.overrides]
+    if size is None:  # one process: the job as written (the default job's own N)
+        return load_job(args.job, overrides) if args.job else load_default_job(overrides)
     defaults = {"code.workers": size - 1}
     try:
         job = (load_job(args.job, overrides, defaults) if args.job
@@ -36,6 +38,31 @@ def load_job_for(args, size):
         raise JobError("code.workers", f"must be <= ranks - 1 = {size - 1} (rank 0 is the master "
                                        f"and {size} ranks were started), got {most}")
     return job
+
+
+def preflight_job(job, args, size):
+    """Before MPI starts, on every rank: the data, f and memory checks of ``validate`` (a
+    JobError ends every rank with exit code 2); rank 0 prints the default job's choice and the
+    warnings, once."""
+    from .. import preflight
+    from ..config import select_points
+    from .mpi import local_ranks_env
+
+    if args.output:
+        preflight.check_output(args.output, args.overwrite, args.resume)
+    points = select_points(job, getattr(args, "point", None))
+    warnings = preflight.check(job, points, ranks=size, local_ranks=local_ranks_env(),
+                               simulate=False)
+    preflight.report(job, warnings)
+
+
+def ranks_needed(args):
+    """Ranks a run of the job needs (rank 0 and the most workers of any point run): what a
+    single process suggests to launch it with."""
+    from ..config import select_points
+
+    job = load_job_for(args, None)
+    return 1 + max(p.config.code.workers for p in select_points(job, getattr(args, "point", None)))
 
 
 def announce(comm, waiter, message):
