@@ -21,9 +21,11 @@ import sys
 import numpy as np
 
 from .errors import JobError
-from .rates import fit_rates, format_rates  # noqa: F401  (part of this module's interface)
+from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
+                    format_rates, rates_json)
 from .results import Results, read_results
 
+ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost"}  # codes of dataset error
 _STATS = ("trials", "trials_failed", "mse", "nmse", "mse_db", "mse_db_ci95", "relacc",
           "latency_p50", "latency_p99", "overhead_p50")
 
@@ -62,6 +64,7 @@ def summarize_scheme(d) -> dict:
     n_ok = int(ok.sum())
     row = dict.fromkeys(_STATS)
     row.update(trials=int(trials), trials_failed=int(failed.sum()))
+    row.update(erasure_counts(d))
     if n_ok == 0:
         return row
     nmse = d["nmse"][ok]
@@ -80,6 +83,22 @@ def summarize_scheme(d) -> dict:
     if all(k in d for k in ("used", "arrival", "t_scatter", "t_wait", "t_decode")):
         row["overhead_p50"] = _pct(overhead(d)[ok], 50)
     return row
+
+
+def erasure_counts(d) -> dict:
+    """``erasures``: {kind: worker results erased} over all trials (dataset ``error``: 1 raised,
+    2 nonfinite, 3 shape, 4 lost), and ``workers_lost``: how many workers' ranks died."""
+    error = np.asarray(d.get("error", np.zeros((0, 0), np.int8)))
+    counts = {name: int(np.count_nonzero(error == code)) for code, name in ERASURE_KINDS.items()}
+    lost = int(np.count_nonzero((error == 4).any(axis=0))) if error.ndim == 2 else 0
+    return {"erasures": counts, "workers_lost": lost}
+
+
+def _erasure_text(r):
+    shown = [f"{n} {k}" for k, n in r["erasures"].items() if n]
+    if r["workers_lost"]:
+        shown.append(f"{r['workers_lost']} worker{'s' if r['workers_lost'] > 1 else ''} lost")
+    return ", ".join(shown) or "-"
 
 
 def summarize(results) -> list:
@@ -117,8 +136,11 @@ def format_table(rows) -> str:
     if not rows:
         return "(no trials recorded)"
     keys = _param_keys(rows)
-    head = keys + ["scheme", "trials (failed)", "mse [dB] ± ci95", "relacc",
+    head = keys + ["scheme", "trials (failed)", "nmse [dB] ± ci95", "relacc",
                    "latency p50 [ms]", "p99 [ms]", "overhead p50 [ms]"]
+    erasures = any(r.get("workers_lost") or any(r.get("erasures", {}).values()) for r in rows)
+    if erasures:  # only when some worker result was erased (f raised, NaN, shape, rank died)
+        head.append("erasures")
     body = []
     for r in rows:
         db = "-" if r["mse_db"] is None else f"{r['mse_db']:.2f}"
@@ -127,7 +149,8 @@ def format_table(rows) -> str:
         body.append([_fmt_param(r["point"][k]) if k in r["point"] else "-" for k in keys] + [
             r["scheme"], f"{r['trials']} ({r['trials_failed']})", db,
             "-" if r["relacc"] is None else f"{r['relacc']:.3f}",
-            _ms(r["latency_p50"]), _ms(r["latency_p99"]), _ms(r["overhead_p50"])])
+            _ms(r["latency_p50"]), _ms(r["latency_p99"]), _ms(r["overhead_p50"])]
+            + ([_erasure_text(r)] if erasures else []))
     width = [max(len(str(c)) for c in col) for col in zip(head, *body)]
     left = len(keys) + 1  # params and scheme left-aligned, numbers right-aligned
 
@@ -167,16 +190,45 @@ def write_csv(rows, path) -> None:
         os.makedirs(parent, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(names + ["scheme", *_STATS])
+        kinds = list(ERASURE_KINDS.values())
+        w.writerow(names + ["scheme", *_STATS] + [f"erasures_{k}" for k in kinds]
+                   + ["workers_lost"])
         for r in rows:
+            erased = r.get("erasures", {})
             w.writerow([_fmt_param(r["point"][k]) if k in r["point"] else "" for k in keys]
-                       + [r["scheme"]] + ["" if r.get(s) is None else r[s] for s in _STATS])
+                       + [r["scheme"]] + ["" if r.get(s) is None else r[s] for s in _STATS]
+                       + [erased.get(k, 0) for k in kinds] + [r.get("workers_lost", 0)])
+
+
+def check_outputs(csv=None, plot=None):
+    """JobError naming the option when --csv is a folder or --plot is a file, or either
+    cannot be created."""
+    if csv:
+        if os.path.isdir(csv):
+            raise JobError("--csv", f"{csv} is a folder; give the CSV file's name, e.g. "
+                                    f"--csv {os.path.join(csv, 'table.csv')}")
+        parent = os.path.dirname(os.fspath(csv)) or "."
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise JobError("--csv", f"{parent} is a file, not a folder")
+    if plot:
+        if os.path.exists(plot) and not os.path.isdir(plot):
+            raise JobError("--plot", f"{plot} is a file; --plot takes a folder for the figures "
+                                     "(created if missing)")
+
+
+def _writing(option, path, write):
+    """Run ``write()``; an OSError (permissions, a full disk) is one line naming the option."""
+    try:
+        return write()
+    except OSError as e:
+        raise JobError(option, f"cannot write {path}: {e.strerror or e}") from None
 
 
 def main_analyze(path, json=False, csv=None, rate=None, plot=None) -> int:
     """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV and
     the figures (``plot``: a folder; see gcc_mpi.plots). Raises JobError if ``path`` is missing
     or not a gcc_mpi file, or if ``plot`` is asked for without matplotlib."""
+    check_outputs(csv, plot)  # a bad --csv or --plot fails before any output
     from .probe import is_probe_file, main_analyze_probe
 
     if is_probe_file(path):  # a probe's file (python -m gcc_mpi probe): its own summary
@@ -186,19 +238,18 @@ def main_analyze(path, json=False, csv=None, rate=None, plot=None) -> int:
         return main_analyze_probe(path, json_out=json, plot=plot)
     results = read_results(path)
     rows = summarize(results)
-    rates = fit_rates(rows, rate) if rate else None  # a bad key fails before any output
+    rates = fit_rate_details(rows, rate) if rate else None  # a bad key fails before any output
     if plot:
         from .plots import plot_all, require_matplotlib
 
         require_matplotlib()  # a missing extra fails before any output too
     if csv:
-        write_csv(rows, csv)
+        _writing("--csv", csv, lambda: write_csv(rows, csv))
     if plot:
-        for figure in plot_all(results, plot, rows):
+        for figure in _writing("--plot", plot, lambda: plot_all(results, plot, rows)):
             print(f"wrote {figure}", file=sys.stderr)
     if json and rate:
-        slopes = {k: v[0] for k, v in rates.items()}
-        print(_json.dumps({"rate": rate, "slopes": slopes}))
+        print(_json.dumps(_clean(rates_json(rates, rate))))
     elif json:
         print(to_json(rows))
     else:

@@ -125,6 +125,8 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
     for p in paths:
         if os.path.exists(p) and os.path.exists(out) and os.path.samefile(p, out):
             raise JobError("-o", f"{out} is also an input; write the merged file elsewhere")
+    if os.path.isdir(out):
+        raise JobError("-o", f"{out} is a folder; give the merged file's name")
     if os.path.exists(out) and not overwrite:
         raise JobError("-o", f"{out} exists; use --overwrite to replace it")
     config, job, sources, info = _survey(paths)

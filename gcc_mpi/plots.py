@@ -30,7 +30,7 @@ import textwrap
 import numpy as np
 
 from .errors import JobError
-from .rates import fit_rates
+from .rates import FLOOR_DB, fit_rate_details
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,7 +38,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROUNDOFF_DB = -200.0
-SIZE, DPI = (6.0, 4.0), 100
+SIZE, DPI = (7.5, 4.0), 100  # wide enough for the legend right of the axes
 SHORT = {"stragglers.count": "S", "code.workers": "N", "data.batch": "K"}
 AXIS = {
     "stragglers.count": "stragglers S (stragglers.count)",
@@ -244,9 +244,11 @@ def _legend(ax, left_out=(), **kw):
     if left_out:
         title = "not shown (exact, NMSE at round-off):\n" + ", ".join(left_out)
     handles = ax.get_legend_handles_labels()[0]
-    if handles or title:
+    if handles or title:  # right of the axes, never over a curve (the figure makes room)
+        kw.pop("loc", None)
         ax.legend(fontsize=8 if len(handles) <= 6 else 6.5, frameon=False, title=title,
-                  title_fontsize=7, **kw)
+                  title_fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0, alignment="left", **kw)
 
 
 # -- the figures -----------------------------------------------------------------------------
@@ -256,7 +258,7 @@ def plot_accuracy(job, rows, key, path):
     combos = list(dict.fromkeys(o for _, o in series))
     loglog = key == "code.workers"
     fig, ax = _figure()
-    left_out = []
+    left_out, floored = [], False
     for (scheme, others), rs in series.items():
         rs = [r for r in rs if r["nmse"] is not None and r["nmse"] > 0]
         if not rs or _exact(rs):
@@ -267,11 +269,18 @@ def plot_accuracy(job, rows, key, path):
         ci = np.array([r.get("mse_db_ci95") or 0.0 for r in rs])
         if loglog:
             y = np.array([r["nmse"] for r in rs])
-            slope, _ = fit_rates(rs, key).get(scheme, (None, 0))
+            rate = fit_rate_details(rs, key).get(scheme)
+            slope = rate.slope if rate else None
             extra = "" if slope is None else f": slope {slope:+.1f}"
             err = [y * (1 - 10 ** (-ci / 10)), y * (10 ** (ci / 10) - 1)]
             ax.errorbar(x, y, yerr=err, capsize=3, label=_label(scheme, others, extra), **style)
+            below = np.isin(x, rate.excluded) if rate else np.zeros(len(x), bool)
+            if below.any():  # at the round-off floor: drawn hollow, not fitted
+                floored = True
+                ax.plot(x[below], y[below], linestyle="none", marker=style["marker"],
+                        markersize=9, markerfacecolor="white", color=style["color"])
             if slope is not None:  # the least-squares line, through the mean of the logs
+                x, y = x[~below], y[~below]
                 lx, ly = np.log10(x), np.log10(y)
                 b = ly.mean() - slope * lx.mean()
                 grid = np.array([x.min(), x.max()])
@@ -289,7 +298,8 @@ def plot_accuracy(job, rows, key, path):
     else:
         ax.set_ylabel("NMSE [dB], mean ± 95% CI (lower is better)")
         title = f"error vs {_what(key)}"
-    ax.set_xlabel(AXIS.get(key, key) + ("; thin lines: least-squares fits" if loglog else ""))
+    ax.set_xlabel(AXIS.get(key, key) + ("; thin lines: least-squares fits" if loglog else "")
+                  + (f"; hollow: below {FLOOR_DB:g} dB, not fitted" if floored else ""))
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, list(dict.fromkeys(left_out)))
     _title(fig, ax, job, title, shown=(key,))

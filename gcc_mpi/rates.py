@@ -5,20 +5,34 @@ request) and ``plots`` (which draws the slopes) both use it without importing ea
 """
 
 import json as _json
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import JobError
 
 
-def fit_rates(rows, key):
-    """Least-squares slope of log10(mean nmse) against log10(value of ``key``) per scheme.
+# Mean NMSE below this is at the decoders' round-off floor: lambda is at least 1e-13 of the
+# largest eigenvalue, which leaves a relative error of about 1e-5 (-100 dB) where a curve stops
+# falling (rate-vs-n: gcc flattens at -105 dB from N = 160). Such points would bend a slope.
+FLOOR_DB = -100.0
 
-    Returns {scheme: (slope, number of points used)}; points with nmse 0, no successful
-    trials or a key value <= 0 (no logarithm) are left out, and a scheme with fewer than two
-    points gets slope None. Other swept keys must be constant: the rate is only meaningful
-    along one axis.
-    """
+
+@dataclass
+class Rate:
+    """A least-squares slope of log10(mean nmse) against log10(key): ``slope`` and its standard
+    error ``stderr`` (None with too few points), the key values ``used`` and those ``excluded``
+    because the mean nmse there is below the round-off floor (FLOOR_DB)."""
+
+    slope: float | None
+    stderr: float | None
+    used: list
+    excluded: list
+
+
+def fit_rate_details(rows, key):
+    """{scheme: Rate} of the slope of mean nmse against the swept ``key`` (see fit_rates)."""
     found = [r for r in rows if key in r["point"]]
     if not found:
         swept = sorted({k for r in rows for k in r["point"]})
@@ -28,22 +42,56 @@ def fit_rates(rows, key):
     if any(len({_json.dumps(r["point"][k]) for r in found}) > 1 for k in others):
         raise JobError("--rate", f"other keys are swept too ({', '.join(sorted(others))}); "
                                  "the rate needs a sweep along one key")
+    floor = 10 ** (FLOOR_DB / 10)
     rates = {}
     for scheme in dict.fromkeys(r["scheme"] for r in found):
         pts = [(r["point"][key], r["nmse"]) for r in found if r["scheme"] == scheme
-               and r["nmse"] and r["nmse"] > 0 and isinstance(r["point"][key], (int, float))
+               and r["nmse"] is not None and isinstance(r["point"][key], (int, float))
                and not isinstance(r["point"][key], bool) and r["point"][key] > 0]
-        if len(pts) < 2:
-            rates[scheme] = (None, len(pts))
-            continue
-        x, y = np.log10(np.array(pts, dtype=float)).T
-        rates[scheme] = (float(np.polyfit(x, y, 1)[0]), len(pts))
+        used = [(x, y) for x, y in pts if y >= floor]
+        rate = Rate(None, None, [x for x, _ in used], [x for x, y in pts if y < floor])
+        if len(used) >= 2:
+            x, y = np.log10(np.array(used, dtype=float)).T
+            if np.ptp(x) > 0:
+                slope, icept = np.polyfit(x, y, 1)
+                rate.slope = float(slope)
+                if len(used) > 2:  # OLS: s^2 = RSS / (n - 2), se = s / sqrt(sum (x - mean)^2)
+                    rss = float(np.sum((y - (slope * x + icept)) ** 2))
+                    rate.stderr = math.sqrt(rss / (len(used) - 2) / np.sum((x - x.mean()) ** 2))
+        rates[scheme] = rate
     return rates
 
 
+def fit_rates(rows, key):
+    """Least-squares slope of log10(mean nmse) against log10(value of ``key``) per scheme.
+
+    Returns {scheme: (slope, number of points used)}; points with nmse below the round-off
+    floor (FLOOR_DB, so exact schemes have no slope), no successful trials or a key value <= 0
+    (no logarithm) are left out, and a scheme with fewer than two points gets slope None. Other
+    swept keys must be constant: the rate is only meaningful along one axis.
+    """
+    return {s: (r.slope, len(r.used)) for s, r in fit_rate_details(rows, key).items()}
+
+
 def format_rates(rates, key):
-    lines = [f"log-log slope of mean nmse against {key} (least squares):"]
-    for scheme, (slope, n) in rates.items():
-        shown = "-" if slope is None else f"{slope:+.2f}"
-        lines.append(f"  {scheme:14s} {shown:>7s}   ({n} points)")
+    """Text of ``fit_rate_details``: slope ± standard error per scheme, and what was left out."""
+    lines = [f"log-log slope of mean nmse against {key} (least squares, ± standard error; "
+             f"points below the round-off floor of {FLOOR_DB:g} dB left out):"]
+    for scheme, r in rates.items():
+        shown = "-" if r.slope is None else f"{r.slope:+.2f}"
+        if r.stderr is not None:
+            shown += f" ± {r.stderr:.2f}"
+        out = f"; below the floor: {', '.join(map(_fmt, r.excluded))}" if r.excluded else ""
+        lines.append(f"  {scheme:14s} {shown:>14s}   ({len(r.used)} points{out})")
     return "\n".join(lines)
+
+
+def rates_json(rates, key):
+    """The --rate --json object: {"rate", "slopes", "stderr", "excluded", "floor_db"}."""
+    return {"rate": key, "slopes": {s: r.slope for s, r in rates.items()},
+            "stderr": {s: r.stderr for s, r in rates.items()},
+            "excluded": {s: r.excluded for s, r in rates.items()}, "floor_db": FLOOR_DB}
+
+
+def _fmt(v):
+    return v if isinstance(v, str) else _json.dumps(v)

@@ -422,6 +422,8 @@ def open_results(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise JobError(path, "no such file")
+    if os.path.isdir(path):
+        raise JobError(path, "is a folder, not a results file")
     try:
         f = h5py.File(path, "r")
     except OSError as e:

@@ -55,7 +55,9 @@ def test_summarize_by_hand(h5):
         ({"stragglers.count": 5}, "gcc")]
     gcc, bacc, dead = rows
     assert set(gcc) == {"point", "scheme", "trials", "trials_failed", "mse", "nmse", "mse_db",
-                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50"}
+                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50",
+                        "erasures", "workers_lost"}
+    assert gcc["erasures"] == {"raised": 0, "nonfinite": 0, "shape": 0, "lost": 0}
     assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
     assert gcc["mse_db"] == pytest.approx(10 * math.log10(0.02))
@@ -96,7 +98,8 @@ def test_table_and_csv(h5, tmp_path):
         lines = list(csv.reader(f))
     assert lines[0] == ["stragglers.count", "scheme", "trials", "trials_failed", "mse", "nmse",
                         "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
-                        "overhead_p50"]
+                        "overhead_p50", "erasures_raised", "erasures_nonfinite", "erasures_shape",
+                        "erasures_lost", "workers_lost"]
     assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
 
 
@@ -120,3 +123,65 @@ def test_fit_rates_recovers_a_power_law_and_names_bad_keys():
     assert rates["bacc"][0] == pytest.approx(-1.0)
     with pytest.raises(JobError, match="'data.batch' is not swept"):
         fit_rates(rows, "data.batch")
+
+
+def test_erasures_by_kind_and_lost_workers(tmp_path):
+    rows = rows4()
+    rows["error"] = np.array([[0, 1], [2, 4], [3, 4], [1, 4]], dtype=np.int8)  # worker 1 died
+    path = tmp_path / "e.h5"
+    with ResultWriter(path, config_toml="", command="test", mpi="simulate") as w:
+        w.add_point(0, {})
+        w.append(0, "gcc", rows)
+        clean = rows4()
+        clean["error"] = np.zeros((4, 2), np.int8)
+        w.append(0, "bacc", clean)
+    gcc, bacc = summarize(path)
+    assert gcc["erasures"] == {"raised": 2, "nonfinite": 1, "shape": 1, "lost": 3}
+    assert gcc["workers_lost"] == 1 and bacc["workers_lost"] == 0
+    table = format_table([gcc, bacc]).splitlines()
+    assert table[0].split()[-1] == "erasures"
+    assert table[2].endswith("2 raised, 1 nonfinite, 1 shape, 3 lost, 1 worker lost")
+    assert table[3].endswith("-")
+    assert "erasures" not in format_table([bacc])  # no column when nothing was erased
+    parsed = json.loads(to_json([gcc]))[0]
+    assert parsed["erasures"]["lost"] == 3 and parsed["workers_lost"] == 1
+
+
+def test_rate_leaves_out_the_round_off_floor_and_gives_stderr():
+    from scipy.stats import linregress
+
+    from gcc_mpi.analyze import FLOOR_DB, fit_rate_details, format_rates, rates_json
+
+    ns = [20, 40, 80, 160, 320]
+    noisy = [3e-2 * n ** -3 * f for n, f in zip(ns, [1.3, 0.8, 1.1, 0.9, 1.2])]
+    floor = 10 ** (FLOOR_DB / 10)
+    gcc = [1e-3 * n ** -2.0 for n in ns[:3]] + [0.5 * floor, 0.4 * floor]  # flattens at rounding
+    rows = [{"point": {"code.workers": n}, "scheme": s, "nmse": y}
+            for s, ys in [("bacc", noisy), ("gcc", gcc), ("uncoded", [1e-31] * 5)]
+            for n, y in zip(ns, ys)]
+    rates = fit_rate_details(rows, "code.workers")
+    ref = linregress(np.log10(ns), np.log10(noisy))
+    assert rates["bacc"].slope == pytest.approx(ref.slope)
+    assert rates["bacc"].stderr == pytest.approx(ref.stderr) and rates["bacc"].excluded == []
+    assert rates["gcc"].slope == pytest.approx(-2.0) and rates["gcc"].used == [20, 40, 80]
+    assert rates["gcc"].excluded == [160, 320] and rates["gcc"].stderr == pytest.approx(0, abs=1e-9)
+    assert rates["uncoded"].slope is None and rates["uncoded"].excluded == ns  # exact: no rate
+    text = format_rates(rates, "code.workers")
+    assert f"{ref.slope:+.2f} ± {ref.stderr:.2f}" in text and "below the floor: 160, 320" in text
+    js = json.loads(json.dumps(rates_json(rates, "code.workers")))
+    assert js["rate"] == "code.workers" and js["slopes"]["gcc"] == pytest.approx(-2.0)
+    assert js["stderr"]["bacc"] == pytest.approx(ref.stderr) and js["excluded"]["gcc"] == [160, 320]
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_analyze_output_mistakes_are_one_line(h5, tmp_path, capsys, option):
+    from gcc_mpi.__main__ import main
+
+    folder, file = tmp_path / "folder", tmp_path / "file.txt"
+    folder.mkdir()
+    file.write_text("keep")
+    bad = folder if option == "--csv" else file
+    assert main(["analyze", str(h5), option, str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"error: {option}: {bad}" in err
+    assert file.read_text() == "keep" and list(folder.iterdir()) == []
