@@ -309,7 +309,7 @@ def test_runtime_defaults_for_unwritten_keys():
     assert j.config.code.workers == 15 and "code.workers" not in j.explicit_keys
     assert load_default_job(["code.workers=12"], defaults={"code.workers": 7}).config.code.workers == 12
     with pytest.raises(JobError, match="code.workers: must be >= data.batch"):
-        load_default_job(defaults={"code.workers": 3})
+        load_default_job(["data.batch=10"], defaults={"code.workers": 3})
     assert error("", defaults={"code.wrkers": 3}).key == "code.wrkers"
 
 
@@ -355,10 +355,31 @@ def test_load_job(tmp_path):
 def test_default_job():
     j = load_default_job()
     c = j.config
-    assert (c.data.source, c.data.batch, c.code.workers, c.target.kind) == ("digits", 10, 31, "mlp")
+    assert (c.data.source, c.data.batch, c.code.workers, c.target.kind) == ("digits", 3, 7, "mlp")
     assert j.explicit_keys == frozenset()          # so the MPI runtime may set N = ranks - 1
     assert load_default_job(["code.workers=12"]).explicit_keys == {"code.workers"}
     assert parse_job(j.to_toml()) == j
+
+
+def test_default_job_fits_any_allocation():
+    from gcc_mpi.config import fit_default_job
+
+    for n in range(1, 200):  # N - S >= 2K from 5 workers (4: K = 1), S >= 1 from 2, K <= 10
+        K, S = fit_default_job(n)
+        assert 1 <= K <= 10 and 0 <= S <= n - 1 and n - S >= K and (S >= 1 or n == 1)
+        assert n - S >= 2 * K or n < 5
+    assert [fit_default_job(n) for n in (3, 7, 15, 31, 63)] == [(1, 1), (3, 1), (6, 3), (10, 7),
+                                                                 (10, 15)]
+    j = load_default_job(defaults={"code.workers": 15})
+    c = j.config
+    assert (c.data.batch, c.stragglers.count) == (6, 3) and "\n" not in j.note
+    assert j.note.startswith("default job for 16 ranks: N = 15 workers, K = 6 inputs per batch")
+    assert "data.batch" in j.note and "stragglers.count" in j.note
+    j = load_default_job(["data.batch=2", "stragglers.count=1"], defaults={"code.workers": 15})
+    assert (j.config.data.batch, j.config.stragglers.count, j.note) == (2, 1, "")
+    assert "data.batch, as set" in load_default_job(["data.batch=2"]).note
+    assert j.explicit_keys == {"data.batch", "stragglers.count"}
+    assert "data.batch" not in load_default_job().explicit_keys  # chosen, not written
 
 
 # --- property: any TOML gives a Job or a JobError ------------------------------------------------

@@ -140,7 +140,7 @@ def test_point_runs_merge_back_into_the_whole_run(tmp_path, job_file, capsys):
     names = sorted(p.name for p in figures.iterdir())
     assert names == ["tiny-latency-cdf.png", "tiny-mse-vs-N.png", "tiny-mse-vs-S.png"]
     for name in names:
-        assert png_size(figures / name) == (600, 400)
+        assert png_size(figures / name) == (750, 400)  # legend right of the axes
 
 
 @needs_mpiexec
@@ -279,7 +279,7 @@ def test_plots_of_a_classifier_sweep(tmp_path):
     assert [Path(p).name for p in written] == ["cls-mse-vs-S.png", "cls-relacc-vs-S.png",
                                                "cls-latency-cdf.png"]
     for p in written:
-        assert png_size(p) == (600, 400)
+        assert png_size(p) == (750, 400)
 
 
 # -- shipped jobs and README figures ---------------------------------------------------------
