@@ -78,7 +78,8 @@ def build_parser(prog=None):
     mg.add_argument("-o", "--output", required=True, metavar="OUT.h5", help="the merged file")
     mg.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     _probe_args(sub)
-    val = sub.add_parser("validate", help="print the resolved job or a clear error")
+    val = sub.add_parser("validate", help="check a job (its data file, f and the memory it "
+                         "needs) and print it resolved, or one line naming the problem")
     val.add_argument("job", nargs="?")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     return parser
@@ -230,7 +231,7 @@ def main(argv=None):
         leading_option = argv and argv[0].startswith("-") and argv[0] not in (
             "-h", "--help", "--version")
         args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
-        args.argv = list(argv)
+        args.argv, args.prog = list(argv), invoked_as()
         return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
                 "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe,
                 "plan": cmd_plan}[args.command](args)

@@ -50,7 +50,8 @@ def run_command(args, *, simulate, default_output):
 
             job = f" run {args.job}" if getattr(args, "job", None) else ""
             print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
-                  f"distributed run with `mpiexec -n {ranks_needed(args)} python -m gcc_mpi"
+                  f"distributed run with `mpiexec -n {ranks_needed(args)} "
+                  f"{getattr(args, 'prog', 'python -m gcc_mpi')}"
                   f"{job}` (rank 0 and N = code.workers workers). Running the job in the "
                   "simulator instead.", file=sys.stderr)
             return simulate(args)
