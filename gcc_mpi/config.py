@@ -651,7 +651,7 @@ def load_default_job(overrides: Iterable = (), defaults: Mapping | None = None) 
         K, S = c.data.batch, c.stragglers.count
         how = {"data.batch": "chosen", "stragglers.count": "chosen"} | {k: "as set" for k in ("data.batch", "stragglers.count") if k not in fitted}
         job = dataclasses.replace(job, note=(
-            f"default job for {workers + 1} ranks: N = {workers} workers, K = {K} inputs per batch "
+            f"default job for {workers + 1} ranks: N = {workers} workers, K = {K} input{'s' * (K > 1)} per batch "
             f"(data.batch, {how['data.batch']}), S = {S} of the workers {c.stragglers.delay * 1e3:g} ms late "
             f"(stragglers.count, {how['stragglers.count']}): S = N/4 and K = (N - S)/2 (at most {DEFAULT_K_MAX}), "
             f"so coded schemes decode from N - S = {workers - S} results"

@@ -102,7 +102,7 @@ def tour_order(D):
 
 def place_alpha(order, D, placement, K):
     """Alpha for each input in its original position (length K), given the 1-D order."""
-    if placement == "arclength":
+    if placement == "arclength" and K > 1:  # one input has no arc to follow
         steps = D[order[:-1], order[1:]]
         steps = np.maximum(steps, 1e-3 * max(steps.mean(), 1e-300))  # distinct points always
         u = np.concatenate([[0.0], np.cumsum(steps)]) / steps.sum() * (K - 1)
