@@ -110,7 +110,7 @@ def check_output(path, overwrite=False, resume=False):
         raise JobError("-o", f"{path} is a folder; give the results file's name, e.g. "
                              f"-o {path / 'out.h5'}")
     if path.exists() and not (overwrite or resume):
-        raise JobError("-o", f"{path} exists; add --overwrite to replace it, --resume to "
+        raise JobError("-o", f"{path} exists; use --overwrite or --resume to replace or "
                              "continue it, or choose another -o")
 
 

@@ -22,7 +22,6 @@ upper bounds of the large arrays; the interpreter and libraries (BASE_BYTES per 
 
 import os
 
-from .codes.base import LinearCode
 from .config import resolved_stragglers
 from .errors import JobError
 
@@ -62,9 +61,15 @@ def _gib(b):
     return f"{b / 2**20:.0f} MiB"
 
 
+def cache_size(N):
+    """Decoders each code of N workers remembers: codes.base.LinearCode.cache_size (repeated
+    here so that every rank's pre-flight check does not import the codes and scipy)."""
+    return int(min(max(2**20 // max(N, 1)**2, 4), 256))
+
+
 def decoder_bytes(name, N, K, n):
     """Bytes the code ``name`` holds and needs at its peak, decoding from ``n`` results."""
-    cache = LinearCode(N, K).cache_size  # decoders each code remembers
+    cache = cache_size(N)
     if name in SMOOTHING:
         if n <= WINDOWED_ABOVE:
             return 8 * (cache * 3 * n * n + 2 * n * n)

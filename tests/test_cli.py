@@ -87,7 +87,7 @@ def test_simulate_under_a_multi_rank_launch_is_refused(tmp_path):
 
 
 @needs_mpiexec
-def test_bad_data_under_mpiexec_is_one_line_before_mpi_starts(tmp_path):
+def test_bad_data_under_mpiexec_is_one_line_from_rank_0(tmp_path):
     (tmp_path / "j.toml").write_text('[data]\nsource = "file"\npath = "nope.npy"\nbatch = 2\n')
     code, out, err = launch(["run", "j.toml"], tmp_path, ranks=4)
     assert code == 2 and err.strip().splitlines() == [

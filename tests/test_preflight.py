@@ -116,6 +116,18 @@ def test_memory_estimate_refuses_what_does_not_fit(tmp_path, capsys):
                         limit=2 * 2**30)
 
 
+def test_estimate_follows_the_codes_and_imports_no_scipy():
+    import subprocess
+    import sys
+
+    from gcc_mpi.codes.base import LinearCode
+
+    assert all(resources.cache_size(n) == LinearCode(n, 1).cache_size for n in (1, 30, 64, 5000))
+    code = ("import sys, gcc_mpi.preflight; "
+            "sys.exit(any(m.startswith(('scipy', 'gcc_mpi.codes')) for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
 def test_many_trials_warn_about_the_file_and_start(tmp_path, capsys, monkeypatch):
     from pathlib import Path
 

@@ -22,7 +22,10 @@ def run_command(args, *, simulate, default_output):
     Returns the exit code of this rank.
 
     Under a launcher every rank first checks the job file and arguments on its own, before MPI
-    starts: a bad job ends every rank at once with exit code 2 (one line, from rank 0). Then
+    starts: a bad job ends every rank at once with exit code 2 (one line, from rank 0). The
+    data, f and memory checks (preflight) run on rank 0 only, before any work, and it tells the
+    workers: those may differ between ranks (a file on one node, an f that fails on one rank),
+    and one rank leaving before MPI starts would leave the others waiting in MPI_Init. Then
     SIGTERM/SIGINT and hydra's dead-process notice (SIGUSR1) are caught on every rank."""
     import sys
 
@@ -31,10 +34,9 @@ def run_command(args, *, simulate, default_output):
 
     size = mpi.launcher_size()
     if size is not None and size > 1:
-        from .run import load_job_for, preflight_job
+        from .run import load_job_for
 
-        job = load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
-        preflight_job(job, args, size)  # data, f, memory: the same, and rank 0 tells once
+        load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
         if mpi.launcher_rank() == 0:
             from . import witness
 

@@ -127,15 +127,6 @@ def resolve_wait(mode, comm):
     return "polite" if local_ranks(comm) > cores() else "busy"
 
 
-def local_ranks_env():
-    """Ranks on this node as the launcher's environment says, or None (no MPI needed)."""
-    for var in _LOCAL_SIZE_VARS:
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    return None
-
-
 def local_ranks(comm):
     """Ranks on this node, from the launcher's environment (no collective call at start-up,
     where ranks arrive seconds apart); all of COMM_WORLD when the launcher does not say."""

@@ -40,18 +40,17 @@ def load_job_for(args, size):
     return job
 
 
-def preflight_job(job, args, size):
-    """Before MPI starts, on every rank: the data, f and memory checks of ``validate`` (a
-    JobError ends every rank with exit code 2); rank 0 prints the default job's choice and the
-    warnings, once."""
+def preflight_job(job, args, comm):
+    """Rank 0, before any work: the data, f and memory checks of ``validate`` (a JobError, which
+    the caller announces to the workers); prints the default job's choice and the warnings."""
     from .. import preflight
     from ..config import select_points
-    from .mpi import local_ranks_env
+    from .mpi import local_ranks
 
     if args.output:
         preflight.check_output(args.output, args.overwrite, args.resume)
     points = select_points(job, getattr(args, "point", None))
-    warnings = preflight.check(job, points, ranks=size, local_ranks=local_ranks_env(),
+    warnings = preflight.check(job, points, ranks=comm.size, local_ranks=local_ranks(comm),
                                simulate=False)
     preflight.report(job, warnings)
 
@@ -86,6 +85,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     try:
         mode = resolve_wait(args.wait, comm)
         job = load_job_for(args, comm.size)
+        preflight_job(job, args, comm)
         stop.set_limit(job.config.job.time_limit)
         # every point's data, model and codes (only point I with --point I): bad input fails here
         prepared = prepare(job, select_points(job, getattr(args, "point", None)))
