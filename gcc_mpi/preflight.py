@@ -51,9 +51,8 @@ def _data_and_target(c, base_dir, warnings, point, n_points):
     dataset = load_dataset(d.source, dim=d.dim, path=d.path, key=d.key, noise=d.noise,
                            labels_key=d.labels_key, seed=c.job.seed, base_dir=base_dir)
     if dataset.n_rows is not None and d.batch > dataset.n_rows:
-        key = "data.path" if d.source == "file" else "data.batch"
-        raise JobError(key, f"data.batch = {d.batch} inputs per batch but the {d.source} data "
-                            f"have only {dataset.n_rows} distinct rows")
+        raise JobError("data.batch", f"{d.batch} inputs per batch but the {d.source} data have "
+                                     f"only {dataset.n_rows} rows")
     target = target_for(c, dataset.dim, base_dir)
     check_layout(target, dataset)
     x = dataset.sample(np.random.default_rng(0), 1)

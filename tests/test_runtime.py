@@ -272,8 +272,8 @@ def test_more_workers_than_ranks_is_a_clear_error_on_every_rank(tmp_path):
         "gcc_mpi: error: code.workers: must be <= ranks - 1 = 4 (rank 0 is the master and 5 "
         "ranks were started), got 8"]
     assert not (tmp_path / "results").exists()
-    # the default job needs N >= K = 10: one line naming code.workers, exit 2
-    code, _, err = launch([], tmp_path, 5)
+    # the default job with K = 10 set needs N >= 10: one line naming code.workers, exit 2
+    code, _, err = launch(["--set", "data.batch=10"], tmp_path, 5)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("gcc_mpi: error: code.workers: must be >= data.batch = 10")
     assert "ranks - 1 = 4" in err
@@ -283,11 +283,11 @@ def test_a_single_process_says_how_to_launch_and_simulates(tmp_path):
     (tmp_path / "small.toml").write_text(SMALL)
     code, out, err = launch(["run", "small.toml", "-o", "one.h5", "-q"], tmp_path)
     assert code == 0, err
-    assert "mpiexec -n 32 python -m gcc_mpi run small.toml" in err and "simulator" in err
+    assert "mpiexec -n 41 python -m gcc_mpi run small.toml" in err and "simulator" in err
     assert read_results(tmp_path / "one.h5").attrs["mpi"] == "simulate"
     code, out, err = launch([], tmp_path)  # no arguments: the default job
     assert code == 0, err
-    assert "mpiexec -n 32 python -m gcc_mpi`" in err and "gcc" in out
+    assert "mpiexec -n 8 python -m gcc_mpi`" in err and "gcc" in out  # N = 7: ranks N + 1
     assert len(list((tmp_path / "results").glob("default-*.h5"))) == 1
     code, out, err = launch(["-o", "opts.h5", "--set", "job.trials=2", "-q"], tmp_path)
     assert code == 0, err  # options only: still the default job
