@@ -144,7 +144,7 @@ def test_probe_file_trace_baseline_is_the_median_per_worker(tmp_path):
 def test_probe_is_refused_as_a_single_process(capsys):
     assert main(["probe"]) == 2
     err = capsys.readouterr().err
-    assert "mpiexec -n 32 python -m gcc_mpi probe" in err and len(err.splitlines()) == 1
+    assert "mpiexec -n 8 python -m gcc_mpi probe" in err and len(err.splitlines()) == 1  # N + 1
 
 
 # -- over MPI -------------------------------------------------------------------------------
