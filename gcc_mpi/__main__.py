@@ -145,6 +145,13 @@ def cmd_simulate(args):
     from .simulate import prepare, simulate_job
     from .stopping import Stop, StopFlag
 
+    from .runtime.mpi import several_tasks_error
+
+    refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
+    if refusal is not None:
+        if refusal:
+            print(refusal, file=sys.stderr)
+        return 2
     stop = StopFlag()  # job.time_limit counts from here
     job = load(args)
     stop.set_limit(job.config.job.time_limit)
