@@ -28,7 +28,8 @@ fi
 
 running() {  # running PIDFILE: the daemon of that pid file (named as the file) is alive
     local pid
-    pid=$(cat "$1" 2> /dev/null) && [[ $(cat "/proc/$pid/comm" 2> /dev/null) == $(basename "$1" .pid) ]]
+    pid=$(cat "$1" 2> /dev/null) \
+        && [[ $(cat "/proc/$pid/comm" 2> /dev/null) == $(basename "$1" .pid) ]]
 }
 
 stop() {  # stop PIDFILE: end the daemon of that pid file (only that process)

@@ -7,10 +7,12 @@ trials); every wait polls `scontrol show job` with an overall timeout, and every
 submitted is cancelled when it ends. Nothing asserts on wall-clock time.
 """
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -158,6 +160,12 @@ def test_run_sbatch_runs_the_default_job(slurm, tmp_path, launcher):
     assert res.complete and res.attrs["mpi"].startswith("MPICH")
     for rows in res.points[0].schemes.values():
         assert rows["delay"].shape == (3, 11)  # 3 trials, N = ranks - 1 = 11 workers
+    if not launcher:  # analyze.sbatch without a job file: the default job's file
+        code, out, err = bash("analyze.sbatch", [], tmp_path)
+        assert code == 0, err
+        assert "scheme" in out and "uncoded" in out
+        rows = json.loads((tmp_path / "results" / "default.json").read_text())
+        assert [r["trials"] for r in rows] == [3] * len(res.points[0].schemes)
 
 
 def test_sweep_sh_runs_the_array_then_merges_and_analyses(slurm, tmp_path):
@@ -351,6 +359,35 @@ def bash(script, args, cwd, **env):
     proc = subprocess.run(["bash", str(ROOT / "slurm" / script), *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=TIMEOUT)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("who", ["script", "launcher"])
+def test_a_stop_ends_with_143_whatever_mpiexec_says(tmp_path, who):
+    """hydra may answer a stop with "BAD TERMINATION" and 255 (the OR of the ranks' codes) or
+    15 (a rank it saw die by SIGTERM): run.sbatch exits 143, the documented code. SLURM's
+    SIGTERM reaches the batch shell and every process (script), or only the ranks (launcher:
+    sbatch --signal=TERM@60)."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/bash\ntrap 'echo BAD TERMINATION >&2; exit $code' TERM\n"
+                    "echo $$ > started.tmp; mv started.tmp started\nwhile :; do sleep 0.1; done\n")
+    fake.chmod(0o755)
+    code = "255" if who == "script" else "15"
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GCC_MPI_"))}
+    full.update(GCC_MPI_PYTHON=PY, GCC_MPI_MPIEXEC=str(fake), SLURM_NTASKS="3", code=code)
+    proc = subprocess.Popen(["bash", str(ROOT / "slurm" / "run.sbatch")], cwd=tmp_path,
+                            env=full, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_until(lambda: (tmp_path / "started").exists(), "the fake mpiexec to start", 60)
+        if who == "script":
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            os.kill(int((tmp_path / "started").read_text()), signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert f"gcc_mpi: stopped (exit code 143; mpiexec said {code}); results/default.h5" in err
 
 
 def test_script_errors_are_one_clear_line(tmp_path):
