@@ -29,6 +29,7 @@ from gcc_mpi.runtime import mpi
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 TIMEOUT = 150  # seconds a job (or a sweep) may take here: a guard against hangs
+GUARD = "--time=5"  # SLURM ends a job the tests lost track of after 5 minutes
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
          "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
 
@@ -97,7 +98,7 @@ def env_for(tmp_path, **extra):
 
 def sbatch(slurm, tmp_path, *args, env=None):
     """Submit `sbatch --parsable ARGS` from tmp_path; the job id."""
-    proc = subprocess.run(["sbatch", "--parsable", *args], cwd=tmp_path, capture_output=True,
+    proc = subprocess.run(["sbatch", "--parsable", GUARD, *args], cwd=tmp_path, capture_output=True,
                           text=True, env=env or env_for(tmp_path), timeout=60)
     assert proc.returncode == 0, proc.stderr
     jid = proc.stdout.strip().split(";")[0]
@@ -174,7 +175,7 @@ def test_sweep_sh_runs_the_array_then_merges_and_analyses(slurm, tmp_path):
     (tmp_path / "jobs").mkdir()
     shutil.copy(ROOT / "jobs" / "sweep-small.toml", tmp_path / "jobs")
     proc = subprocess.run(
-        ["bash", str(ROOT / "slurm" / "sweep.sh"), "jobs/sweep-small.toml", "--ntasks=12",
+        ["bash", str(ROOT / "slurm" / "sweep.sh"), "jobs/sweep-small.toml", "--ntasks=12", GUARD,
          "--", "--set", "job.trials=3", "-q"],
         cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -214,7 +215,7 @@ def test_a_failed_array_task_cancels_the_analysis(slurm, tmp_path):
                        f'exec "{PY}" "$@"\n')
     wrapper.chmod(0o755)
     env = env_for(tmp_path, GCC_MPI_PYTHON=str(wrapper))
-    proc = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sh"), job, "--", "-q"],
+    proc = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sh"), job, GUARD, "--", "-q"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     array, analysis = proc.stdout.splitlines()[-1].split()
@@ -277,7 +278,7 @@ def test_srun_without_pmi_is_refused_but_the_batch_script_runs_gcc_mpi(slurm, tm
     job = write_job(tmp_path)
     env = env_for(tmp_path)
     for args in (["-o", "x.h5"], ["simulate", job, "-o", "x.h5"]):
-        proc = subprocess.run(["srun", "--mpi=none", "-n", "3", PY, "-m", "gcc_mpi", *args],
+        proc = subprocess.run(["srun", GUARD, "--mpi=none", "-n", "3", PY, "-m", "gcc_mpi", *args],
                               cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT)
         assert proc.returncode != 0, proc.stderr
