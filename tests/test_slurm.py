@@ -393,6 +393,21 @@ def test_a_stop_ends_with_143_whatever_mpiexec_says(tmp_path, who):
         assert "gcc_mpi: stopped (exit code 143; mpiexec said 15); results/default.h5" in err
 
 
+def test_job_time_limit_and_failures_keep_their_exit_codes(tmp_path):
+    """Without a signal, run.sbatch exits with the launcher's code: 124 (job.time_limit), 1, 2."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/bash\nexit $code\n")
+    fake.chmod(0o755)
+    for code in (124, 1, 2, 0):
+        full = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GCC_MPI_"))}
+        full.update(GCC_MPI_PYTHON=PY, GCC_MPI_MPIEXEC=str(fake), SLURM_NTASKS="3",
+                    code=str(code))
+        proc = subprocess.run(["bash", str(ROOT / "slurm" / "run.sbatch")], cwd=tmp_path,
+                              env=full, capture_output=True, text=True, timeout=TIMEOUT)
+        assert proc.returncode == code, proc.stderr
+        assert ("stopped (exit code 124)" in proc.stderr) == (code == 124)
+
+
 def test_script_errors_are_one_clear_line(tmp_path):
     job = write_job(tmp_path)
     code, _, err = bash("run.sbatch", [job], tmp_path, GCC_MPI_LAUNCHER="aprun")
