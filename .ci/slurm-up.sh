@@ -117,4 +117,11 @@ until [[ $(sinfo -h -n "$node" -o %t 2> /dev/null) =~ ^(idle|mix|alloc) ]]; do
     fi
     sleep 0.5
 done
+# slurmctld restores the node's last state from its state files before slurmd has registered:
+# only a job step that runs shows that the node works
+if ! timeout "$UP_TIMEOUT" srun --nodes=1 --ntasks=1 --time=1 true; then
+    echo "slurm-up: node $node is $(sinfo -h -n "$node" -o %t) but a job step did not run in" \
+         "$UP_TIMEOUT s. See $LOGS/slurmctld.log and $LOGS/slurmd.log" >&2
+    exit 1
+fi
 echo "slurm-up: node $node up ($CPUS CPUs): $(sinfo -h -o '%P %t %D')"
