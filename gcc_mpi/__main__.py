@@ -142,10 +142,9 @@ def cmd_simulate(args):
     from .config import select_points
     from .progress import Progress
     from .results import ResultWriter, read_results
+    from .runtime.mpi import several_tasks_error
     from .simulate import prepare, simulate_job
     from .stopping import Stop, StopFlag
-
-    from .runtime.mpi import several_tasks_error
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
     if refusal is not None:
