@@ -275,11 +275,13 @@ def test_scancel_stops_with_143_and_requeue_resumes(slurm, tmp_path):
 
 
 def test_srun_without_pmi_is_refused_but_the_batch_script_runs_gcc_mpi(slurm, tmp_path):
-    """srun --mpi=none -n 3: three lone MPI processes, refused (exit 2, one line naming PMI, no
-    file). The batch script itself (SLURM_NTASKS=3, no step) runs simulate and analyze."""
+    """srun --mpi=none -n 3: three lone MPI processes, refused (run, probe, simulate: exit 2, one
+    line naming PMI, no file). The batch script itself (SLURM_NTASKS=3, no step) runs
+    simulate and analyze."""
     job = write_job(tmp_path)
     env = env_for(tmp_path)
-    for args in (["-o", "x.h5"], ["simulate", job, "-o", "x.h5"]):
+    for args in (["-o", "x.h5"], ["probe", job, "-o", "x.h5"],
+                 ["simulate", job, "-o", "x.h5"]):
         proc = subprocess.run(["srun", GUARD, "--mpi=none", "-n", "3", PY, "-m", "gcc_mpi", *args],
                               cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT)
