@@ -151,20 +151,21 @@ def default_output(job, point=None):
 def cmd_simulate(args):
     from .analyze import format_table, summarize
     from .config import select_points
+    from .job import prepare
     from .progress import Progress
     from .results import ResultWriter, read_results
-    from .job import prepare
+    from .runtime.mpi import several_tasks_error
     from .simulate import simulate_job
     from .stopping import Stop, StopFlag
 
     from . import preflight
-    from .runtime.mpi import launcher_size
 
+    refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
+    if refusal is not None:
+        if refusal:
+            print(refusal, file=sys.stderr)
+        return 2
     stop = StopFlag()  # job.time_limit counts from here
-    ranks = launcher_size()
-    if ranks is not None and ranks > 1:
-        raise JobError("simulate", f"runs in one process, but {ranks} ranks were started; "
-                                   "start it without mpiexec/srun, or use run for the MPI run")
     job = load(args)
     stop.set_limit(job.config.job.time_limit)
     point = getattr(args, "point", None)

@@ -82,7 +82,7 @@ def test_single_process_names_the_ranks_the_job_needs(tmp_path):
 @needs_mpiexec
 def test_simulate_under_a_multi_rank_launch_is_refused(tmp_path):
     code, out, err = launch(["simulate", str(JOBS / "sphere-poly.toml"), "-q"], tmp_path, ranks=3)
-    assert code == 2 and err.count("gcc_mpi: error: simulate: runs in one process") == 1, err
+    assert code == 2 and err.count("gcc_mpi: error: simulate runs in one process") == 1, err
     assert not (tmp_path / "results").exists()
 
 

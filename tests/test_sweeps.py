@@ -290,7 +290,7 @@ JOBS = sorted((ROOT / "jobs").glob("*.toml"))
 def test_every_shipped_job_is_valid_and_says_what_it_shows(path):
     text = path.read_text()
     job = load_job(path)
-    assert job.config.job.name == path.stem  # sweep.sbatch names files by the job file
+    assert job.config.job.name == path.stem  # slurm/ names files by the job file
     comment = [line for line in text.splitlines() if line.startswith("#")]
     assert text.startswith("#") and len(comment) >= 3
     assert "Measured" in text or "measured" in text.lower()

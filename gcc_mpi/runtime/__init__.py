@@ -48,6 +48,14 @@ def run_command(args, *, simulate, default_output):
         notice = mpi.FailureNotice().install()
         comm = MPI.COMM_WORLD
         if comm.size == 1:
+            refusal = mpi.several_tasks_error("run")  # e.g. srun --mpi=none: N lone copies
+            if refusal is not None:
+                from . import witness
+
+                witness.done()  # started if the launcher said several ranks: nobody died
+                if refusal:
+                    print(refusal, file=sys.stderr)
+                return 2
             from .run import ranks_needed
 
             job = f" run {args.job}" if getattr(args, "job", None) else ""

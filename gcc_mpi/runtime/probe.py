@@ -89,6 +89,9 @@ def probe_command(args):
     from ..stopping import StopFlag
 
     size = mpi.launcher_size()
+    step = mpi.launched_tasks()
+    if size is None and step is not None:  # an srun step without PMI-2 (PMIx, none): MPI says
+        size = step[0]
     if size is None or size < 2:
         probe_job(args, 2)  # bad input: its own line first
         ranks = user_job(args).points[0].config.code.workers + 1
@@ -103,9 +106,12 @@ def probe_command(args):
         MPI = mpi.start()
         notice = mpi.FailureNotice().install()
         comm = MPI.COMM_WORLD
-        if comm.size == 1:
-            raise JobError("probe", f"the launcher started {size} ranks but MPI sees 1 "
-                                    "(srun without --mpi=pmi2?); every rank runs alone")
+        if comm.size == 1:  # e.g. srun --mpi=none: lone copies; one line, from task 0
+            witness.done()
+            refusal = mpi.several_tasks_error("run")
+            if refusal:
+                print(refusal, file=sys.stderr)
+            return 2
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
                 code = probe_master(comm, MPI, args, stop, notice)
