@@ -18,7 +18,6 @@ from .manifold import manifold_alpha
 
 class ManifoldGCC(GCC):
     trial_alpha = True
-    AUTO = {"enc": 4.0, "dec": "loo"}  # the curve along the manifold is smooth: see gcc.py
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",

@@ -77,11 +77,9 @@ class LengthscaleSmoother:
         WtY = np.swapaxes(self.W, 1, 2) @ Y                      # (L, r, m)
         inv = 1.0 / (self.s[:, None, :] + lams[:, :, None])      # (L, G, r)
         if criterion == "loo":
-            L, G, r = inv.shape
-            C = self.W @ (inv[:, :, :, None] * WtY[:, None]).transpose(0, 2, 1, 3).reshape(L, r, -1)
-            C = C.reshape(L, self.n, G, -1)                      # coefficients c (L, n, G, m)
-            h = np.einsum("lgr,lir->lig", inv, self.W**2)        # (K + lam)^-1_ii (L, n, G)
-            return np.sum((C / h[..., None]) ** 2, axis=(1, 3))
+            C = self.W[:, None] @ (inv[..., None] * WtY[:, None])  # coefficients c (L, G, n, m)
+            h = inv @ np.swapaxes(self.W**2, 1, 2)                 # (K + lam)^-1_ii (L, G, n)
+            return np.sum((C / h[..., None]) ** 2, axis=(2, 3))
         if criterion == "gcv":
             e = np.sum(WtY**2, axis=2)                            # (L, r)
             f = lams[:, :, None] * inv                            # eigenvalues of I - H
