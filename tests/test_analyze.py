@@ -55,7 +55,8 @@ def test_summarize_by_hand(h5):
         ({"stragglers.count": 5}, "gcc")]
     gcc, bacc, dead = rows
     assert set(gcc) == {"point", "scheme", "trials", "trials_failed", "mse", "nmse", "mse_db",
-                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50"}
+                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50",
+                        "lengthscale_enc_median", "lengthscale_dec_median"}
     assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
     assert gcc["mse_db"] == pytest.approx(10 * math.log10(0.02))
