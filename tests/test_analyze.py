@@ -97,7 +97,7 @@ def test_table_and_csv(h5, tmp_path):
         lines = list(csv.reader(f))
     assert lines[0] == ["stragglers.count", "scheme", "trials", "trials_failed", "mse", "nmse",
                         "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
-                        "overhead_p50"]
+                        "overhead_p50", "lengthscale_enc_median", "lengthscale_dec_median"]
     assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
 
 
