@@ -3,7 +3,8 @@
 
 One row per (sweep point, scheme) — the ``analyze --json`` contract of DESIGN.md:
 ``point, scheme, trials, trials_failed, mse, nmse, mse_db, relacc, latency_p50, latency_p99,
-overhead_p50`` plus ``mse_db_ci95``. Means and percentiles are over non-failed trials only;
+overhead_p50`` plus ``mse_db_ci95`` and ``lengthscale_enc_median``, ``lengthscale_dec_median``
+(the median chosen kernel lengthscales of gcc and gcc-manifold). Means and percentiles are over non-failed trials only;
 values that are undefined (no successful trial, not a classifier, ...) are ``None``.
 
 ``mse_db_ci95`` is the half-width of a 95 % confidence interval for ``mse_db`` by the delta
@@ -27,7 +28,8 @@ from .results import Results, read_results
 
 ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost"}  # codes of dataset error
 _STATS = ("trials", "trials_failed", "mse", "nmse", "mse_db", "mse_db_ci95", "relacc",
-          "latency_p50", "latency_p99", "overhead_p50")
+          "latency_p50", "latency_p99", "overhead_p50",
+          "lengthscale_enc_median", "lengthscale_dec_median")
 
 
 def _num(x):
@@ -82,6 +84,9 @@ def summarize_scheme(d) -> dict:
     row["latency_p99"] = _pct(d["latency"][ok], 99)
     if all(k in d for k in ("used", "arrival", "t_scatter", "t_wait", "t_decode")):
         row["overhead_p50"] = _pct(overhead(d)[ok], 50)
+    for side in ("enc", "dec"):  # None for schemes without one, and files from before the field
+        if f"lengthscale_{side}" in d:
+            row[f"lengthscale_{side}_median"] = _pct(d[f"lengthscale_{side}"][ok], 50)
     return row
 
 

@@ -205,7 +205,7 @@ class LetccOptions:
 @dataclass(frozen=True)
 class GccOptions:
     kernel: str = setting(_choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52")
-    lengthscale: float = setting(_num(0.0, above=True), 1.0)
+    lengthscale: float | str = setting(_or_words(_num(0.0, above=True), "auto"), "auto")  # auto: per fit, with lambda
     lambda_enc: float | str = setting(_LAMBDA, "auto")
     lambda_dec: float | str = setting(_LAMBDA, "auto")
 

@@ -6,7 +6,8 @@ Layout of a results file (format ``gcc_mpi/1``)::
     /point_000              attrs: index, params_json, one attr per swept dotted key
     /point_000/gcc          one group per scheme, datasets along the trial axis:
         trial (T,) int64, failed (T,) bool, reason (T,) str,
-        mse nmse relacc t_encode t_scatter t_wait t_decode latency lambda_enc lambda_dec (T,) float64,
+        mse nmse relacc t_encode t_scatter t_wait t_decode latency lambda_enc lambda_dec
+        lengthscale_enc lengthscale_dec (T,) float64 (NaN where a scheme has none),
         delay arrival (T, N) float64, used (T, N) bool, error (T, N) int8 (erasure codes, see
         gcc_mpi.erasures), error_text (T,) str, and any extra (T, ...) arrays (e.g. alpha).
 

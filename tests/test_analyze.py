@@ -56,7 +56,8 @@ def test_summarize_by_hand(h5):
     gcc, bacc, dead = rows
     assert set(gcc) == {"point", "scheme", "trials", "trials_failed", "mse", "nmse", "mse_db",
                         "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50",
-                        "erasures", "workers_lost"}
+                        "lengthscale_enc_median", "lengthscale_dec_median", "erasures",
+                        "workers_lost"}
     assert gcc["erasures"] == {"raised": 0, "nonfinite": 0, "shape": 0, "lost": 0}
     assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
@@ -98,7 +99,8 @@ def test_table_and_csv(h5, tmp_path):
         lines = list(csv.reader(f))
     assert lines[0] == ["stragglers.count", "scheme", "trials", "trials_failed", "mse", "nmse",
                         "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
-                        "overhead_p50", "erasures_raised", "erasures_nonfinite", "erasures_shape",
+                        "overhead_p50", "lengthscale_enc_median", "lengthscale_dec_median",
+                        "erasures_raised", "erasures_nonfinite", "erasures_shape",
                         "erasures_lost", "workers_lost"]
     assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
 

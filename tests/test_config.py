@@ -61,7 +61,7 @@ def test_get_options_and_frozen():
     c = job(code__gcc_h_manifold__neighbors=5, code__gcc__kernel="matern52").config
     assert get(c, "code.gcc-manifold.neighbors") == 5 == c.code.gcc_manifold.neighbors
     assert get(c, "code.gcc-manifold.kernel") == "matern52"       # same keys as code.gcc
-    assert c.code.options("gcc") == {"kernel": "matern52", "lengthscale": 1.0, "lambda_enc": "auto", "lambda_dec": "auto"}
+    assert c.code.options("gcc") == {"kernel": "matern52", "lengthscale": "auto", "lambda_enc": "auto", "lambda_dec": "auto"}
     assert c.code.options("bacc") == {} and c.code.options("gcc-manifold")["ordering"] == "geodesic"
     with pytest.raises(TypeError):
         c.code.options("gcc")["kernel"] = "gaussian"
@@ -115,7 +115,11 @@ def test_ints_accepted_as_floats_not_the_reverse():
     ("code.lcc.degree", 0, 'must be "auto" or an integer >= 1, got 0'),
     ("code.letcc.lambda_enc", -1, 'must be "auto", "gcv", "loo" or a number >= 0, got -1'),
     ("code.gcc.lambda_dec", "gvc", 'did you mean "gcv"?'),
-    ("code.gcc.lengthscale", 0, "must be a number > 0, got 0"),
+    ("code.gcc.lengthscale", 0, 'code.gcc.lengthscale: must be "auto" or a number > 0, got 0'),
+    ("code.gcc.lengthscale", -1, "got -1"),
+    ("code.gcc.lengthscale", "fast", 'got "fast"'),
+    ("code.gcc-manifold.lengthscale", 0, 'code.gcc-manifold.lengthscale: must be "auto" or a number > 0'),
+    ("code.gcc-manifold.lengthscale", "fast", 'got "fast"'),
     ("code.gcc.kernel", "rbf", 'one of "sobolev2", "matern32", "matern52", "gaussian"'),
     ("code.gcc-manifold.neighbors", 0, "code.gcc-manifold.neighbors: must be an integer >= 1"),
     ("code.gcc-manifold.ordering", "random", '"fiedler", "geodesic", "none"'),

@@ -14,16 +14,15 @@ import numpy as np
 
 from .gcc import GCC
 from .manifold import manifold_alpha
-from .smoother import KernelSmoother
 
 
 class ManifoldGCC(GCC):
     trial_alpha = True
 
-    def __init__(self, N, K, kernel="matern52", lengthscale=1.0, lambda_enc="auto",
+    def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",
-                 laplacian=0.0, pool_rows=None):
-        super().__init__(N, K, kernel, lengthscale, lambda_enc, lambda_dec)
+                 laplacian=0.0, pool_rows=None, auto=None):
+        super().__init__(N, K, kernel, lengthscale, lambda_enc, lambda_dec, auto=auto)
         self.neighbors, self.ordering, self.placement = neighbors, ordering, placement
         self.laplacian, self.pool_rows = laplacian, pool_rows
 
@@ -35,6 +34,6 @@ class ManifoldGCC(GCC):
             d = np.maximum(W.sum(1), 1e-300) ** -0.5
             L = np.eye(len(X)) - d[:, None] * W * d[None, :]
             anchors = np.linalg.solve(np.eye(len(X)) + self.laplacian * L, X)
-        encoder = KernelSmoother(alpha, self.beta, self.kernel, self.null_dim)
-        lam = encoder.select(anchors, self.rule_enc)
-        return encoder.apply(anchors, lam), {"lambda_enc": lam, "alpha": alpha}
+        encoder = self.smoother(alpha, self.beta, "enc")
+        choice = self.choose(encoder, anchors, "enc")
+        return encoder.apply(anchors, choice), {**self.facts(choice, "enc"), "alpha": alpha}

@@ -40,4 +40,6 @@ def gaussian(s, t, lengthscale=1.0):
     return np.exp(-0.5 * ((s - t) / lengthscale) ** 2)
 
 
+# Kernels without a length scale: "auto" has nothing to choose, and none is recorded.
+LENGTHSCALE_FREE = ("sobolev2",)
 KERNELS = {"sobolev2": sobolev2, "matern32": matern32, "matern52": matern52, "gaussian": gaussian}

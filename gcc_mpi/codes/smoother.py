@@ -69,6 +69,8 @@ class KernelSmoother:
         """The matrix A with u(z) = A @ y."""
         return self.H0 + (self.G / (self.s + self.effective_lambda(lam))) @ self.W.T
 
+    weights = matrix  # the name LengthscaleSmoother uses
+
     def apply(self, Y, lam, z=None):
         """u(z) for the columns of Y (n x m), at the smoother's points or at other points z."""
         H0, G = (self.H0, self.G) if z is None else self.evaluator(np.asarray(z, float))

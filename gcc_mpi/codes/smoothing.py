@@ -2,7 +2,8 @@
 
 The encoder fits u_enc through (alpha_k, x_k) and evaluates it at the worker points beta; the
 decoder fits u_dec through the received (beta_n, f(x~_n)) and evaluates it at alpha. Lambda is
-a number, "gcv", "loo" or "auto" (see AUTO_RULES).
+a number, "gcv", "loo" or "auto" (see AUTO_RULES). A subclass may fit with other smoothers (GCC:
+several lengthscales at once) through the hooks ``smoother``, ``choose`` and ``facts``.
 """
 
 import numpy as np
@@ -33,23 +34,42 @@ class SmoothingCode(LinearCode):
         self.kernel = kernel
         self.rule_enc = resolve_rule(lambda_enc, "enc")
         self.rule_dec = resolve_rule(lambda_dec, "dec")
-        self.encoder = KernelSmoother(self.alpha, self.beta, kernel, self.null_dim)
-        if not isinstance(self.rule_enc, str):  # a fixed encoder is one matrix for all trials
-            self.E = self.encoder.matrix(self.rule_enc)
-            self.lambda_enc = self.encoder.effective_lambda(self.rule_enc)
+        self.encoder = self.smoother(self.alpha, self.beta, "enc")
+        if self.fixed_encoder():  # a fixed encoder is one matrix for all trials
+            self.encoder_choice = self.choose(self.encoder, np.zeros((K, 1)), "enc")
+            self.E = self.encoder.weights(self.encoder_choice)
 
+    # -- hooks: how this code fits -----------------------------------------------------------
+    def smoother(self, t, z, side):
+        """The smoother from points t to z for the encoder (side "enc") or decoder ("dec")."""
+        if side == "dec" and len(t) > WINDOWED_ABOVE:
+            return WindowedSmoother(t, z, self.kernel, self.null_dim)
+        return KernelSmoother(t, z, self.kernel, self.null_dim)
+
+    def choose(self, smoother, Y, side):
+        """The smoother's hyperparameters for data Y."""
+        return smoother.select(Y, self.rule_enc if side == "enc" else self.rule_dec)
+
+    def facts(self, choice, side):
+        """The record fields of a choice."""
+        return {f"lambda_{side}": choice}
+
+    def fixed_encoder(self):
+        """Whether the encoder does not depend on the data."""
+        return not isinstance(self.rule_enc, str)
+
+    # -- encoding and decoding ---------------------------------------------------------------
     def encode(self, X):
         if self.E is not None:
-            return self.E @ X, {"lambda_enc": self.lambda_enc}
-        lam = self.encoder.select(X, self.rule_enc)
-        return self.encoder.apply(X, lam), {"lambda_enc": lam}
+            return self.E @ X, self.facts(self.encoder_choice, "enc")
+        choice = self.choose(self.encoder, X, "enc")
+        return self.encoder.apply(X, choice), self.facts(choice, "enc")
 
     def decode_matrix(self, received):
         # lambda may depend on the results, so the cached decoder is the smoother, not a matrix
-        smoother = WindowedSmoother if len(received) > WINDOWED_ABOVE else KernelSmoother
-        return smoother(self.beta[received], self.alpha, self.kernel, self.null_dim)
+        return self.smoother(self.beta[received], self.alpha, "dec")
 
     def _decode_sorted(self, received, Y, alpha=None):
         smoother = self.decoder(received)
-        lam = smoother.select(Y, self.rule_dec)
-        return smoother.apply(Y, lam, alpha), {"lambda_dec": lam}
+        choice = self.choose(smoother, Y, "dec")
+        return smoother.apply(Y, choice, alpha), self.facts(choice, "dec")

@@ -119,14 +119,16 @@ class _Windows:
 class WindowedSmoother:
     """Same interface as KernelSmoother (candidates, select, gcv, loo, apply, effective_lambda)."""
 
-    def __init__(self, t, z, kernel, null_dim=0, core=CORE, pad=PAD):
+    def __init__(self, t, z, kernel, null_dim=0, core=CORE, pad=PAD, blocks=None):
         t = np.asarray(t, float)
         self.order = np.argsort(t, kind="stable")
         self.t, self.z, self.kernel, self.n = t[self.order], np.asarray(z, float), kernel, len(t)
         self.core, self.pad, self.q = core, pad, min(null_dim, len(t))
         self.args = (t, self.z, kernel, null_dim)
         self.scale = self._global_scale()
-        self.groups = self._local_windows(core, pad)
+        # ``blocks``: only these core blocks get windows (a sample, to score a lengthscale)
+        all_blocks = np.arange(-(-self.n // core))
+        self.groups = self._local_windows(all_blocks if blocks is None else blocks, core, pad)
         self._global = None   # the global smoother, built when asked for a non-local lambda
         self.last_fit = None  # what computed the last apply: "windows of ..." or "global"
         self._local = None
@@ -142,11 +144,11 @@ class WindowedSmoother:
         top = np.linalg.eigvalsh(K)[-1] if len(K) else 0.0
         return top * self.n / len(sub) if top > 0 else 1.0
 
-    def _local_windows(self, core, pad):
+    def _local_windows(self, todo, core, pad):
         """Window groups, every block padded until local at the two smallest candidates; None when
         some block would need a window of more than half the points, or the windows would cost
         about as much as the global smoother."""
-        todo, groups = np.arange(-(-self.n // core)), []
+        groups = []
         smallest = self._distinct()[:2]  # two, so that selection sees which way the score goes
         while len(todo):
             w = core + 2 * pad
@@ -206,11 +208,20 @@ class WindowedSmoother:
             hh = hh + (h * mask).sum(axis=(0, 1))
         return loo, cc, hh
 
-    def loo(self, Y):
-        """Exact leave-one-out over the local lambdas, as KernelSmoother.loo, window by window."""
+    def loo(self, Y, fallback=True):
+        """Exact leave-one-out over the local lambdas, as KernelSmoother.loo, window by window.
+        ``fallback=False``: the best local lambda even where the optimum may lie beyond them
+        (None if no lambda is local)."""
         lams = self._local_candidates()
+        if not fallback:
+            return _smallest_near_min(lams, self._sums(Y, lams)[0]) if len(lams) else None
         best = self._choose(lams, self._sums(Y, lams)[0]) if len(lams) else None
         return self._fallback().loo(Y) if best is None else best
+
+    def loo_score(self, Y):
+        """The smallest leave-one-out error over the local lambdas (inf if there are none)."""
+        lams = self._local_candidates()
+        return float(self._sums(Y, lams)[0].min()) if len(lams) else np.inf
 
     def gcv(self, Y):
         """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam sum h)."""

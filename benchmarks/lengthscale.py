@@ -1,0 +1,139 @@
+"""Lengthscale "auto" against fixed lengthscales, on every shipped job and on workloads of our own.
+
+    python benchmarks/lengthscale.py [--trials 30] [--only NAME ...] [--criteria]
+
+For each case and each of gcc and gcc-manifold it prints mse [dB] over paired trials with
+lengthscale "auto" and with each fixed lengthscale of {0.03, 0.1, 0.3, 1, 3} (encoder and decoder
+alike), then "auto - best fixed" and the median chosen lengthscales (encoder / decoder). Cases:
+one point of every shipped job (the one its comments discuss); our own workloads that were looked
+at while the rules were chosen ("tuning"); and held-out ones, run only after the rules were fixed,
+reported apart. ``--criteria`` adds, for the tuning and shipped cases, the decoder's criterion
+(loo, gcv, ml: lengthscale and lambda jointly) and the encoder's rule (fixed multiples of the
+spacing pi / K, or loo / ml of the inputs along alpha), each with the other side on "auto".
+"""
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from common import point_setup
+from workloads import blurred_digits
+
+from gcc_mpi.codes import make_code
+from gcc_mpi.simulate import simulate_scheme
+from gcc_mpi.trial import scheme_options
+
+FIXED = [0.03, 0.1, 0.3, 1.0, 3.0]
+SCHEMES = ["gcc", "gcc-manifold"]
+HERE = Path(__file__).resolve().parent
+USER_F = f"{HERE / 'workloads.py'}"
+
+
+SHIPPED = {
+    "digits-cnn S=10": ("digits-cnn", ["stragglers.count=10"]),
+    "digits-mlp S=10": ("digits-mlp", ["stragglers.count=10"]),
+    "latency": ("latency", []),
+    "manifold-digits S=10": ("manifold-digits", ["stragglers.count=10"]),
+    "manifold-sphere S=5": ("manifold-sphere", ["stragglers.count=5"]),
+    "rate-probabilistic N=80": ("rate-probabilistic", ["code.workers=80"]),
+    "rate-vs-n N=80": ("rate-vs-n", ["code.workers=80"]),
+    "scale-n N=1024": ("scale-n", ["code.workers=1024", 'code.schemes=["gcc"]']),
+    "sphere-poly": ("sphere-poly", []),
+}
+TUNING = {
+    "digits-mlp K=32 N=128 S=32": ("digits-mlp", ["data.batch=32", "code.workers=128",
+                                                  "stragglers.count=32"]),
+    "swissroll poly2 K=16 N=64 S=8": ("sphere-poly", [
+        'data.source="swissroll"', "data.dim=20", "target.degree=2", "data.batch=16",
+        "code.workers=64", "stragglers.count=8"]),
+}
+HELD_OUT = {
+    "torus tanh-net K=48 N=192 S=19": ("sphere-poly", [
+        'data.source="torus"', "data.dim=30", 'target.kind="python"',
+        f'target.function="{USER_F}:tanh_features"', "data.batch=48", "code.workers=192",
+        "stragglers.count=19"]),
+    "user file, softmax K=8 N=24 S=4": ("digits-mlp", [
+        'data.source="file"', "data.path=\"{data}\"", 'target.kind="python"',
+        f'target.function="{USER_F}:softmax_scores"', "data.batch=8", "code.workers=24",
+        "stragglers.count=4"]),
+    "swissroll digits-MLP K=64 N=256 S=25": ("digits-mlp", [
+        'data.source="swissroll"', "data.dim=64", "data.batch=64", "code.workers=256",
+        "stragglers.count=25"]),
+    "sphere sines K=24 N=96 bernoulli": ("rate-probabilistic", [
+        'target.kind="python"', f'target.function="{USER_F}:sine_field"', "data.batch=24",
+        "code.workers=96"]),
+}
+
+
+def setting(scheme, key, value):
+    return f"code.{scheme}.{key}=" + (f'"{value}"' if isinstance(value, str) else f"{value!r}")
+
+
+def case(name, job, sets, trials, criteria):
+    setup, _ = point_setup(job, sets)
+    schemes = [s for s in SCHEMES if s in setup.config.code.schemes] or ["gcc"]
+    c = setup.config
+    print(f"\n{name}: K = {c.data.batch}, N = {c.code.workers}, {trials} paired trials; mse [dB]")
+    print(f"  {'scheme':12s} {'auto':>7s} " + " ".join(f"{v:>7g}" for v in FIXED)
+          + "   auto - best   lengthscale enc / dec (median)")
+    for scheme in schemes:
+        row = {}
+        for v in ["auto", *FIXED]:
+            row[v], chosen = measure(job, sets, scheme, trials, value=v)
+            if v == "auto":
+                auto_chosen = chosen
+        best = min(row[v] for v in FIXED)
+        print(f"  {scheme:12s} " + " ".join(f"{row[v]:7.1f}" for v in ["auto", *FIXED])
+              + f"   {row['auto'] - best:+6.1f}        {auto_chosen[0]:.3g} / {auto_chosen[1]:.3g}")
+        if criteria:
+            cells = []
+            for crit in ("loo", "gcv", "ml"):
+                cells.append(f"dec {crit} {measure(job, sets, scheme, trials, {'dec': crit})[0]:6.1f}")
+            for rule in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, "loo", "ml"):
+                cells.append(f"enc {rule} {measure(job, sets, scheme, trials, {'enc': rule})[0]:6.1f}")
+            print("  " + " " * 12 + "  ".join(cells))
+
+
+def measure(job, sets, scheme, trials, auto=None, value="auto"):
+    """(mse dB, (median lengthscale_enc, median lengthscale_dec)) of one scheme over the paired
+    trials with lengthscale ``value`` (and, for "auto", the rules ``auto`` instead of the
+    code's own)."""
+    setup, i = point_setup(job, [*sets, f'code.schemes=["{scheme}"]',
+                                 setting(scheme, "lengthscale", value)])
+    if auto:
+        c = setup.config
+        setup.codes[scheme] = make_code(scheme, c.code.workers, c.data.batch, auto=auto,
+                                        **scheme_options(c, scheme, setup.dataset))
+    nmse, enc, dec = [], [], []
+    for t in range(trials):
+        X, Y, delays = setup.inputs(i, t)
+        rec = simulate_scheme(setup, scheme, X, Y, delays)
+        nmse.append(rec["nmse"])
+        enc.append(rec["lengthscale_enc"])
+        dec.append(rec["lengthscale_dec"])
+    return 10 * np.log10(np.nanmean(nmse)), (np.nanmedian(enc), np.nanmedian(dec))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=30)
+    ap.add_argument("--only", nargs="+", help="cases whose name starts with one of these")
+    ap.add_argument("--criteria", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = f"{tmp}/blurred_digits.npy"
+        blurred_digits(data)
+        for title, cases in (("shipped jobs", SHIPPED), ("own workloads, tuning", TUNING),
+                             ("own workloads, held out", HELD_OUT)):
+            print(f"\n=== {title}")
+            for name, (job, sets) in cases.items():
+                if args.only and not any(name.startswith(o) for o in args.only):
+                    continue
+                sets = [s.replace("{data}", data) for s in sets]
+                trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
+                case(name, job, sets, trials, args.criteria and cases is not HELD_OUT)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""User functions and data for the workloads of benchmarks/lengthscale.py (targets of kind
+"python", as a user would write them). Each is fixed by its own seed, so every run is the same."""
+
+import numpy as np
+
+
+def _weights(seed, shape):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def tanh_features(X):
+    """A random two-layer tanh network R^d -> R^6 (not a classifier): smooth, non-polynomial."""
+    d = X.shape[1]
+    W1, W2 = _weights(11, (d, 32)) / np.sqrt(d), _weights(12, (32, 6)) / np.sqrt(32)
+    return np.tanh(2.0 * X @ W1) @ W2
+
+
+def softmax_scores(X):
+    """A random linear classifier with a softmax R^d -> R^5 (probabilities: outputs in [0, 1])."""
+    d = X.shape[1]
+    Z = 3.0 * X @ _weights(21, (d, 5)) / np.sqrt(d)
+    Z = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return Z / Z.sum(axis=1, keepdims=True)
+
+
+softmax_scores.classifier = True
+
+
+def sine_field(X):
+    """sin and cos of a few random projections R^d -> R^8: oscillating, unit scale."""
+    d = X.shape[1]
+    P = 4.0 * X @ _weights(31, (d, 4)) / np.sqrt(d)
+    return np.concatenate([np.sin(P), np.cos(P)], axis=1)
+
+
+def blurred_digits(path):
+    """User data: the shipped digits blurred with their four neighbours and jittered (a data
+    file a user might bring: 1797 rows of 64 pixels). Written to ``path`` (.npy)."""
+    from gcc_mpi.datasets import load_dataset
+    X = load_dataset("digits").X.reshape(-1, 8, 8)
+    B = X.copy()
+    B[:, 1:] += X[:, :-1]
+    B[:, :-1] += X[:, 1:]
+    B[:, :, 1:] += X[:, :, :-1]
+    B[:, :, :-1] += X[:, :, 1:]
+    B = B / 5 + 0.02 * np.random.default_rng(41).standard_normal(B.shape)
+    np.save(path, B.reshape(len(B), -1))

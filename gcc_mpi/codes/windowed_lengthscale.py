@@ -1,0 +1,123 @@
+"""The lengthscale search of lengthscale.py for many points, with the windows of windowed.py.
+
+One lengthscale and one lambda serve the whole decode. The lengthscale is chosen on a sample of
+SAMPLE_BLOCKS windows spread evenly over the sorted points (core of CORE points, PAD neighbours
+each side): the exact leave-one-out error of each core point from its window's fit, summed over
+the sample, at the candidate's best lambda among those at which every sample window is local
+(windowed.py's test: the hat weight of its outermost points on its core is at most LOCAL_TOL). All candidates and
+windows go through one batched eigendecomposition, so the search costs a fraction of the decode.
+The chosen lengthscale then gets the full windowed smoother, which chooses lambda by leave-one-out
+over all points among the lambdas at which its windows are local (windowed.py falls back to the
+global smoother when the best of those is the largest; here the best local one is taken: it
+measured as accurate, at a tenth of the cost: benchmarks/decode_speed.py). If no window is local
+at all, the exact search over all points (lengthscale.py) decides. Smoothers are built when
+first needed and kept, since received sets may recur.
+"""
+
+from functools import partial
+
+import numpy as np
+
+from .lengthscale import Choice, LengthscaleSmoother
+from .smoother import GRID, LAMBDA_FLOOR
+from .windowed import CORE, LOCAL_TOL, PAD, WindowedSmoother
+
+# Windows whose core points choose the lengthscale and lambda (80 of the points).
+SAMPLE_BLOCKS = 4
+
+
+class WindowedLengthscaleSmoother:
+    """Same interface as LengthscaleSmoother (select, apply) for many points."""
+
+    def __init__(self, t, z, kernel, lengthscales, sample=SAMPLE_BLOCKS):
+        self.t, self.z = np.asarray(t, float), np.asarray(z, float)
+        self.kernel, self.lengthscales = kernel, np.atleast_1d(np.asarray(lengthscales, float))
+        self.sample = sample
+        self._full, self._windows, self._exact = {}, None, None
+
+    def smoother(self, i):
+        """The full windowed smoother of candidate i."""
+        if i not in self._full:
+            self._full[i] = WindowedSmoother(self.t, self.z,
+                                             partial(self.kernel, lengthscale=self.lengthscales[i]))
+        return self._full[i]
+
+    def exact(self):
+        """The exact search over all points (when no sample window is local)."""
+        if self._exact is None:
+            self._exact = LengthscaleSmoother(self.t, self.z, self.kernel, self.lengthscales)
+        return self._exact
+
+    def _sample_windows(self):
+        """(members (B, w) of the sample windows in the sorted points, core rows (c,), the
+        eigendecompositions (s, W) of their kernel matrices for every candidate (L, B, ...),
+        and each candidate's lambda scale)."""
+        if self._windows is None:
+            ts = np.sort(self.t)
+            n, w = len(ts), min(len(ts), CORE + 2 * PAD)
+            centres = np.linspace(0, n - 1, self.sample + 2)[1:-1]  # away from the two ends
+            start = np.clip(np.round(centres).astype(int) - w // 2, 0, n - w)
+            idx = start[:, None] + np.arange(w)
+            T = ts[idx]
+            Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],
+                             lengthscale=self.lengthscales[:, None, None, None])  # (L, B, w, w)
+            s, W = np.linalg.eigh(Kw)
+            core = np.arange(PAD, PAD + min(CORE, w - PAD)) if w > 2 * PAD else np.arange(w)
+            # lambdas relative to the global smoother's largest eigenvalue, which grows with the
+            # number of points: a window's times n / w (as windowed.py estimates it)
+            scale = np.maximum(s[:, :, -1].mean(axis=1) * n / w, np.finfo(float).tiny)
+            self._windows = idx, core, np.clip(s, 0.0, None), W, scale
+        return self._windows
+
+    def candidates(self):
+        scale = self._sample_windows()[4]
+        return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
+
+    def scores(self, Y, lams):
+        """Leave-one-out error over the sample windows' core points for each candidate and
+        lambda in ``lams`` (L, G); inf where some sample window is not local."""
+        idx, core, s, W, _ = self._sample_windows()
+        order = np.argsort(self.t, kind="stable")
+        Yw = np.asarray(Y, float)[order][idx]                   # (B, w, m)
+        WtY = np.swapaxes(W, 2, 3) @ Yw[None]                   # (L, B, r, m)
+        inv = 1.0 / (s[:, :, None, :] + lams[:, None, :, None])  # (L, B, G, r)
+        Wc = W[:, :, core]                                      # (L, B, c, r)
+        L, B, G, r = inv.shape
+        scaled = (inv[..., None] * WtY[:, :, None]).transpose(0, 1, 3, 2, 4).reshape(L, B, r, -1)
+        C = (Wc @ scaled).reshape(L, B, len(core), G, -1)      # core coefficients c
+        h = Wc**2 @ np.swapaxes(inv, 2, 3)                      # (K + lam)^-1_ii (L, B, c, G)
+        loo = np.sum((C / h[..., None]) ** 2, axis=(2, 4))      # (L, B, G)
+        terms = (Wc[:, :, :, None] * W[:, :, None, [0, -1]]).reshape(L, B, -1, r)
+        H = terms @ np.swapaxes(s[:, :, None] * inv, 2, 3)      # hat weights (L, B, 2c, G)
+        loo[np.abs(H).max(axis=2) > LOCAL_TOL] = np.inf
+        return loo.sum(axis=1)
+
+    def select(self, Y, rule, criterion=None):
+        """The Choice for the decode: the lengthscale with the smallest leave-one-out error on
+        the sample windows (at its best local lambda, or at the fixed lambda ``rule``), then
+        lambda by leave-one-out over all windows among the local lambdas. Only leave-one-out
+        is implemented in windows."""
+        if criterion not in (None, "loo") or (isinstance(rule, str) and rule != "loo"):
+            raise ValueError("the windowed lengthscale search supports leave-one-out only, "
+                             f"not {criterion or rule!r}")
+        i = 0
+        if len(self.lengthscales) > 1:
+            lams = self.candidates()
+            if not isinstance(rule, str):
+                lams = np.maximum(float(rule), lams[:, :1])
+            score = self.scores(Y, lams).min(axis=1)
+            if np.isinf(score).all():  # no sample window is local: the exact search decides
+                choice = self.exact().select(Y, rule, criterion)
+                return Choice(choice.index, choice.lengthscale, choice.lam, exact=True)
+            i = int(np.argmin(score))
+        smoother = self.smoother(i)
+        lam = smoother.select(Y, rule) if not isinstance(rule, str) else smoother.loo(Y, False)
+        if lam is None:  # no lambda is local for these windows: the exact search decides
+            choice = self.exact().select(Y, rule, criterion)
+            return Choice(choice.index, choice.lengthscale, choice.lam, exact=True)
+        return Choice(i, float(self.lengthscales[i]), float(lam))
+
+    def apply(self, Y, choice, z=None):
+        if choice.exact:
+            return self.exact().apply(Y, choice, z)
+        return self.smoother(choice.index).apply(Y, choice.lam, z)

@@ -1,0 +1,208 @@
+"""lengthscale = "auto" for gcc and gcc-manifold: the choice against dense references, a case
+where the best lengthscale is known, invariance to the scale of f, and the recorded fields."""
+
+import json
+from functools import partial
+
+import h5py
+import numpy as np
+import pytest
+
+from gcc_mpi.__main__ import main
+from gcc_mpi.codes import make_code
+from gcc_mpi.codes.kernels import matern52
+from gcc_mpi.codes.lengthscale import LengthscaleSmoother, lengthscale_grid
+from gcc_mpi.codes.smoother import KernelSmoother
+from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
+from gcc_mpi.config import load_job
+from gcc_mpi.simulate import simulate_scheme
+from gcc_mpi.trial import PointSetup
+
+from pathlib import Path
+
+JOBS = Path(__file__).resolve().parent.parent / "jobs"
+
+
+def dense_fit(t, z, Y, lengthscale, lam):
+    """Kernel ridge regression by a direct solve: u(z) = k(z, t) (K + lam I)^-1 Y."""
+    K = matern52(t[:, None], t[None, :], lengthscale=lengthscale)
+    return matern52(z[:, None], t[None, :], lengthscale=lengthscale) @ np.linalg.solve(
+        K + lam * np.eye(len(t)), Y)
+
+
+def test_scores_match_direct_formulas():
+    """Every criterion at every (l, lambda) equals its definition computed densely."""
+    rng = np.random.default_rng(0)
+    t, Y = np.sort(rng.uniform(-1, 1, 25)), rng.standard_normal((25, 3))
+    ls = lengthscale_grid(8)
+    S = LengthscaleSmoother(t, t, matern52, ls)
+    lams = S.candidates()[:, 36:61:8]  # where a dense inverse is accurate
+    for crit in ("loo", "gcv", "ml"):
+        got = S.scores(Y, lams, crit)
+        for i, l in enumerate(ls):
+            for g, lam in enumerate(lams[i]):
+                K = matern52(t[:, None], t[None, :], lengthscale=l)
+                A = K + lam * np.eye(len(t))
+                H = K @ np.linalg.inv(A)
+                r = Y - H @ Y
+                if crit == "loo":
+                    want = np.sum((r / (1 - np.diag(H))[:, None]) ** 2)
+                elif crit == "gcv":
+                    want = len(t) * np.sum(r**2) / np.trace(np.eye(len(t)) - H) ** 2
+                else:
+                    yAy = np.einsum("im,ij,jm->m", Y, np.linalg.inv(A), Y)
+                    want = 0.5 * len(t) * np.log(yAy).sum() + 0.5 * Y.shape[1] * np.linalg.slogdet(A)[1]
+                assert got[i, g] == pytest.approx(want, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("N, S", [(40, 10), (1024, 124)])
+def test_auto_decoder_equals_dense_fit_at_its_choice(N, S):
+    """The decode with lengthscale "auto" (exact below 400 results, windowed above) is the
+    direct dense solve at the (lengthscale, lambda) it reports."""
+    K = 10 if N == 40 else 64
+    code = make_code("gcc", N, K)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((K, 6))
+    coded, info = code.encode(X)
+    Y_all = np.tanh(coded[:, :4]) + coded[:, 4:5] ** 2
+    received = np.sort(rng.permutation(N)[:N - S])
+    Y_hat, facts = code.decode(received, Y_all[received])
+    assert facts["lengthscale_dec"] in code.candidates["dec"]
+    ref = dense_fit(code.beta[received], code.alpha, Y_all[received],
+                    facts["lengthscale_dec"], facts["lambda_dec"])
+    tol = 1e-9 if N == 40 else 1e-6   # windows agree with the global fit to their locality
+    assert np.sum((Y_hat - ref) ** 2) <= tol * np.sum(ref**2)
+    # the encoder interpolates X at its chosen lengthscale
+    enc = dense_fit(code.alpha, code.beta, X, info["lengthscale_enc"], info["lambda_enc"])
+    assert np.allclose(coded, enc, rtol=1e-8, atol=1e-10)
+
+
+def test_auto_picks_the_known_best_lengthscale():
+    """Smooth outputs (sines of frequency 3, 8 phases) at 40 Chebyshev points: the candidate
+    whose fit is really closest to the truth (measured on 300 fresh points) is the one "auto"
+    picks, and a wrong choice costs a lot (the shortest candidate ~90 dB)."""
+    t = np.cos(np.arange(40) * np.pi / 39)
+    z = np.linspace(-0.97, 0.97, 300)
+    phases = np.random.default_rng(0).uniform(0, 6, 8)
+    Y, truth = np.sin(3 * t[:, None] + phases), np.sin(3 * z[:, None] + phases)
+    grid = lengthscale_grid(16)
+    errors = []
+    for i in range(len(grid)):
+        single = LengthscaleSmoother(t, z, matern52, grid[i:i + 1])
+        errors.append(np.sum((single.apply(Y, single.select(Y, "loo")) - truth) ** 2))
+    best = int(np.argmin(errors))
+    choice = LengthscaleSmoother(t, z, matern52, grid).select(Y, "loo")
+    assert choice.index == best and choice.lengthscale == grid[best]
+    assert errors[0] > 1e8 * errors[best] and sorted(errors)[1] > 2 * errors[best]
+
+
+def test_fixed_lengthscale_is_the_plain_smoother():
+    """A numeric lengthscale gives the same decoder as KernelSmoother with that kernel."""
+    code = make_code("gcc", 40, 10, lengthscale=0.4)
+    received = np.arange(0, 40, 2)
+    Y = np.sin(3 * code.beta[received])[:, None] * [1.0, -2.0]
+    Y_hat, facts = code.decode(received, Y)
+    ks = KernelSmoother(code.beta[received], code.alpha, partial(matern52, lengthscale=0.4))
+    assert facts["lengthscale_dec"] == 0.4 and facts["lambda_dec"] == ks.loo(Y)
+    assert np.allclose(Y_hat, ks.apply(Y, ks.loo(Y)), rtol=1e-10, atol=1e-12)
+
+
+def test_windowed_search_lands_on_a_best_lengthscale():
+    """Above 400 results the lengthscale is scored on sample windows: on smooth data its choice
+    is as accurate (within 3 dB) as the best candidate's exact fit, and the candidates span a
+    range where the choice matters (the shortest is 40 dB worse)."""
+    t = np.cos(np.arange(1024) * np.pi / 1023)[::2]
+    z = np.cos((2 * np.arange(64) + 1) * np.pi / 128)
+
+    def f(x):
+        return np.stack([np.sin(5 * x), np.cos(9 * x + 1), np.tanh(4 * x)], axis=1)
+
+    grid = lengthscale_grid(64)
+    errors = []
+    for i in range(len(grid)):
+        exact = LengthscaleSmoother(t, z, matern52, grid[i:i + 1])
+        errors.append(np.sum((exact.apply(f(t), exact.select(f(t), "loo")) - f(z)) ** 2))
+    windowed = WindowedLengthscaleSmoother(t, z, matern52, grid)
+    choice = windowed.select(f(t), "loo")
+    assert np.sum((windowed.apply(f(t), choice) - f(z)) ** 2) <= 2 * min(errors)
+    assert errors[0] > 1e4 * min(errors)
+
+
+def _setup(scale, schemes):
+    job = load_job(JOBS / "digits-mlp.toml", ["stragglers.count=10", f"code.schemes={schemes}"])
+    setup = PointSetup.build(job.points[0].config, job.base_dir)
+    target = setup.target
+
+    class Scaled:  # f's outputs times ``scale``, the rest as the target
+        output_dim, classifier = target.output_dim, target.classifier
+
+        def __call__(self, X):
+            return scale * target(X)
+
+    setup.target = Scaled()
+    return setup, job.points[0].index
+
+
+def test_scaling_f_does_not_change_the_nmse():
+    """Multiplying f's outputs by 1e6 or 1e-6 leaves gcc's and gcc-manifold's nmse unchanged:
+    lambda, the lengthscale and the scores are all relative (issue: < 0.5 dB)."""
+    names = '["gcc", "gcc-manifold"]'
+    db = {}
+    for scale in (1.0, 1e6, 1e-6):
+        setup, index = _setup(scale, names)
+        for name in ("gcc", "gcc-manifold"):
+            nmse = []
+            for t in range(20):
+                X, Y, delays = setup.inputs(index, t)
+                nmse.append(simulate_scheme(setup, name, X, Y, delays)["nmse"])
+            db[scale, name] = 10 * np.log10(np.mean(nmse))
+    for name in ("gcc", "gcc-manifold"):
+        for scale in (1e6, 1e-6):
+            assert abs(db[scale, name] - db[1.0, name]) < 0.01, (name, scale, db)
+
+
+def test_recorded_fields_resume_and_analyze(tmp_path, capsys):
+    """Chosen lengthscales are recorded per trial (NaN for schemes without one), their median
+    is in analyze --json, and a file from before the fields resumes with them back-filled."""
+    out = tmp_path / "o.h5"
+    cmd = ["simulate", str(JOBS / "digits-mlp.toml"), "-o", str(out), "--set", "job.trials=5",
+           "--set", 'code.schemes=["bacc", "gcc", "gcc-manifold"]', "--set", "stragglers.count=10",
+           "-q"]
+    assert main(cmd) == 0
+    with h5py.File(out, "a") as f:
+        g = f["point_000"]
+        assert np.isnan(g["bacc/lengthscale_dec"][()]).all()
+        for name in ("gcc", "gcc-manifold"):
+            enc = g[f"{name}/lengthscale_enc"][()]
+            assert np.allclose(enc, np.pi / 10)  # one spacing of the alpha points
+            assert np.isin(g[f"{name}/lengthscale_dec"][()], lengthscale_grid(10)).all()
+        for name in ("bacc", "gcc", "gcc-manifold"):  # as an interrupted run before the fields
+            del g[f"{name}/lengthscale_enc"], g[f"{name}/lengthscale_dec"]
+            for d in g[name].values():
+                d.resize(3, axis=0)
+        f.attrs["complete"] = False
+    capsys.readouterr()
+    assert main(["analyze", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["lengthscale_dec_median"] is None for r in rows)
+    assert main([*cmd, "--resume"]) == 0
+    with h5py.File(out, "r") as f:
+        ls = f["point_000/gcc/lengthscale_dec"][()]
+        assert len(ls) == 5 and np.isnan(ls[:3]).all() and np.isfinite(ls[3:]).all()
+    capsys.readouterr()
+    assert main(["analyze", str(out), "--json"]) == 0
+    rows = {r["scheme"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["bacc"]["lengthscale_dec_median"] is None
+    assert lengthscale_grid(10)[0] <= rows["gcc"]["lengthscale_dec_median"] <= lengthscale_grid(10)[-1]
+    assert rows["gcc-manifold"]["lengthscale_enc_median"] == pytest.approx(np.pi / 10)
+
+
+@pytest.mark.parametrize("value", ['"fast"', "0", "-1"])
+@pytest.mark.parametrize("scheme", ["gcc", "gcc-manifold"])
+def test_bad_lengthscale_is_exit_2_naming_the_key(value, scheme, tmp_path, capsys):
+    out = tmp_path / "o.h5"
+    code = main(["simulate", str(JOBS / "digits-mlp.toml"), "-o", str(out), "-q",
+                 "--set", f"code.{scheme}.lengthscale={value}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"code.{scheme}.lengthscale" in err[0]
+    assert not out.exists()
