@@ -60,6 +60,7 @@ from .mpi import RankFailure, process_gone
 
 GRACE = 10.0         # seconds for each step of a stop (drain the round, deliver EXIT)
 FIND_DEAD = 2.0      # seconds to look for the dead rank after hydra's notice
+LOOK_EVERY = 0.5     # seconds between looks for ended worker processes under ULFM
 
 
 class WorkerLost(Exception):
@@ -110,6 +111,7 @@ class Master:
         self.stop, self.notice, self.ft = stop, notice, ft
         self.peers, self.host = peers or {}, host
         self.seen_notices = 0
+        self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)
         self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
         self.control = None     # the persistent any-source receive of NOTICEs (``listen``)
         self.notice_row = np.zeros(P.NOTICE_SIZE)
@@ -132,8 +134,19 @@ class Master:
         notices = max(self.notice.count if self.notice is not None else 0, self.peer_notices)
         if notices > self.seen_notices:
             raise RankFailure("hydra reported a dead process")
+        if self.ft and time.monotonic() > self.next_look:
+            # Open MPI 5.0.11 reports a rank that a signal killed, not one that called exit()
+            # without MPI_Finalize: look for the pids of rank 0's node now and then
+            self.next_look = time.monotonic() + LOOK_EVERY
+            if self._gone():
+                raise RankFailure("a worker's process ended")
         if self.stop is not None:
             self.stop.check()
+
+    def _gone(self):
+        """Ranks on rank 0's node whose process ended (not yet buried)."""
+        return {r for r, (pid, host) in self.peers.items() if r not in self.dead
+                and host == self.host and process_gone(pid)}
 
     def listen(self):
         """Keep a receive of the workers' NOTICEs active (any source), so that a busy waiter
@@ -457,9 +470,8 @@ class Master:
             finally:
                 group.Free()
             self.comm.Ack_failed()  # any-source receives (the control receive) work again
-            return {r for r in ranks if r not in self.dead and r > 0}
-        return {r for r, (pid, host) in self.peers.items() if r not in self.dead
-                and host == self.host and process_gone(pid)}
+            return {r for r in ranks if r not in self.dead and r > 0} | self._gone()
+        return self._gone()
 
     def _after_failure(self):
         """A wait ended because a rank died: bury it, then return the replies of the live
