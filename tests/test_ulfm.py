@@ -21,6 +21,7 @@ from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, tr
 
 from gcc_mpi.erasures import LOST
 from gcc_mpi.results import read_results
+from gcc_mpi.runtime.mpi import FT_ENV, fault_tolerant, flavour, library
 
 needs_ulfm = pytest.mark.skipif(not OPENMPI, reason="ULFM needs Open MPI (mpiexec --with-ft "
                                 "ulfm); .ci/run's Open MPI stage runs these tests")
@@ -231,3 +232,29 @@ def test_a_time_limit_is_kept_by_a_busy_master(tmp_path):
     assert code == 124, err
     assert "stopped at job.time_limit = 4 s after" in err
     assert not read_results(tmp_path / "t.h5").complete
+
+
+# -- the pieces, without processes -------------------------------------------------------------
+def _fake_mpi(version):
+    class Comm:
+        def Get_failed(self):  # the ULFM call fault_tolerant looks for
+            raise NotImplementedError
+
+    return type("FakeMPI", (), {"Comm": Comm, "Get_library_version": staticmethod(
+        lambda: version)})
+
+
+def test_the_mpi_library_line_and_fault_tolerance_detection(monkeypatch):
+    """Open MPI's version string ends in a NUL byte (an HDF5 attribute cannot hold one); ULFM
+    is on only for Open MPI started with --with-ft (OMPI_MCA_mpi_ft_enable on every rank)."""
+    ompi = _fake_mpi("Open MPI v5.0.11, package: Open MPI user@localhost Distribution\x00")
+    mpich = _fake_mpi("MPICH Version:      5.0.2\nMPICH Release date: ...\n")
+    assert library(ompi) == "Open MPI v5.0.11, package: Open MPI user@localhost Distribution"
+    assert library(mpich) == "MPICH Version:      5.0.2"
+    assert (flavour(ompi), flavour(mpich), flavour(_fake_mpi("Intel MPI"))) == (
+        "openmpi", "mpich", "other")
+    monkeypatch.delenv(FT_ENV, raising=False)
+    assert not fault_tolerant(ompi)
+    for value, on in (("1", True), ("true", True), ("0", False), ("false", False)):
+        monkeypatch.setenv(FT_ENV, value)
+        assert fault_tolerant(ompi) is on and not fault_tolerant(mpich)
