@@ -135,7 +135,7 @@ def main():
             worker(comm, mode, args.size)
     if comm.rank == 0:
         print(f"# mpi_floor: {comm.size} ranks ({comm.size - 1} workers), {args.size} float64 per "
-              f"message, {args.trials} trials, {MPI.Get_library_version().replace(chr(0), "").splitlines()[0]}")
+              f"message, {args.trials} trials, {MPI.Get_library_version().replace(chr(0), '').splitlines()[0]}")
         for mode, t in results.items():
             print(f"floor {mode:6s}: {1e3 * np.median(t):8.3f} ms/trial median, "
                   f"{1e3 * np.mean(t):8.3f} mean, {1e3 * np.percentile(t, 90):8.3f} p90")
