@@ -2,18 +2,21 @@
 back, with nothing else — no coding, no delays, no HDF5. What any runtime on this machine pays
 per trial at least; gcc_mpi's runtime is measured against it (benchmarks/runtime_overhead.py).
 
-Two ways to wait, each timed for TRIALS trials after WARMUP:
+Three ways to wait, each timed for TRIALS trials after WARMUP:
 
-- busy:   master Irecv + Waitsome, workers blocking Recv/Send. MPICH's blocking calls spin, so
-          with more ranks than cores every idle rank competes for the CPU with the one that has
-          work to do.
+- busy:   master Irecv + Waitsome, workers blocking Recv/Send. The blocking calls of MPICH and
+          of Open MPI spin, so with more ranks than cores every idle rank competes for the CPU
+          with the one that has work to do.
+- spin:   master Testsome in a Python loop without sleeping (what gcc_mpi's busy master does
+          when it must not block: a deadline ahead), workers as busy.
 - polite: master Testsome + exponential back-off sleep (20 us .. 1 ms), workers Iprobe (twice
           when the first misses, see ``probe``) + back-off before receiving. Idle ranks sleep
           and give the cores away.
 
     mpiexec -n 32 python benchmarks/mpi_floor.py [--trials 200] [--size 64]
+                                                 [--modes polite,busy,spin]
 
-Prints ms/trial (median and mean) for both modes. Self-contained on purpose (imports nothing
+Prints ms/trial (median and mean) for each mode. Self-contained on purpose (imports nothing
 from gcc_mpi), so it stays a reference for the runtime rather than a copy of it.
 """
 
@@ -56,6 +59,8 @@ def master(comm, mode, trials, size):
         while left:
             if mode == "busy":
                 done = MPI.Request.Waitsome(rreqs)
+            elif mode == "spin":
+                done = MPI.Request.Testsome(rreqs)
             else:
                 done = MPI.Request.Testsome(rreqs)
                 if not done:
@@ -97,7 +102,7 @@ def worker(comm, mode, size, f=None):
         else:
             y = np.asarray(f(buf[None])).ravel()
             buf[:len(y)] = y
-        if mode == "busy":
+        if mode != "polite":
             comm.Send(buf, dest=0, tag=REPLY)
         else:
             req = comm.Isend(buf, dest=0, tag=REPLY)
@@ -111,7 +116,7 @@ def main():
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--size", type=int, default=64, help="float64 values per message")
-    p.add_argument("--modes", default="polite,busy")
+    p.add_argument("--modes", default="polite,busy,spin")
     p.add_argument("--sleep", default=f"{SLEEP_MIN:g},{SLEEP_MAX:g}",
                    help="polite back-off: first,longest sleep in seconds")
     args = p.parse_args()
@@ -130,7 +135,7 @@ def main():
             worker(comm, mode, args.size)
     if comm.rank == 0:
         print(f"# mpi_floor: {comm.size} ranks ({comm.size - 1} workers), {args.size} float64 per "
-              f"message, {args.trials} trials, {MPI.Get_library_version().splitlines()[0]}")
+              f"message, {args.trials} trials, {MPI.Get_library_version().replace(chr(0), '').splitlines()[0]}")
         for mode, t in results.items():
             print(f"floor {mode:6s}: {1e3 * np.median(t):8.3f} ms/trial median, "
                   f"{1e3 * np.mean(t):8.3f} mean, {1e3 * np.percentile(t, 90):8.3f} p90")

@@ -156,6 +156,15 @@ class ResultWriter:
             raise JobError("--resume", f"{self.path} was written for a different job{where}; "
                                        "use a new -o or --overwrite")
 
+    def add_lost(self, rank: int, point: int, trial: int) -> None:
+        """Record that MPI rank ``rank`` died during ``trial`` of ``point`` (ULFM or hydra's
+        -disable-auto-cleanup): root attribute ``lost``, JSON text of a list of
+        {"rank", "worker", "point", "trial"}, kept and extended by --resume."""
+        lost = json.loads(self._f.attrs.get("lost", "[]"))
+        lost.append({"rank": int(rank), "worker": int(rank) - 1, "point": int(point),
+                     "trial": int(trial)})
+        self._f.attrs["lost"] = json.dumps(lost)
+
     # -- points and rows -----------------------------------------------------------------
     def add_point(self, index: int, params: dict) -> None:
         """Create group ``point_XXX`` with its parameters; a no-op if it exists with the same."""

@@ -1,6 +1,12 @@
 """Launching `[mpiexec -n R] python -m gcc_mpi ARGS` from the tests: each launch is a subprocess
 in its own session with a timeout; on timeout its whole process group is killed and the test
 fails, so no rank outlives a test.
+
+The mpiexec is the one next to this python (the MPI wheel of this environment), else the first
+on PATH. Its flavour (``FLAVOUR``: "mpich", "openmpi" or "other", from ``mpiexec --version``)
+decides what the launch adds by itself, so that one test command runs the MPI tests under
+either MPI: Open MPI refuses more ranks than cores without ``--oversubscribe`` and refuses to
+run as root without OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 """
 
 import contextlib
@@ -23,10 +29,58 @@ def _find_mpiexec():
     return str(near) if near.exists() else shutil.which("mpiexec")
 
 
+def _flavour(mpiexec):
+    if mpiexec is None:
+        return None
+    try:
+        text = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                              timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "other"
+    if any(word in text for word in ("Open MPI", "OpenRTE", "prterun")):
+        return "openmpi"
+    return "mpich" if "HYDRA" in text or "MPICH" in text else "other"
+
+
 MPIEXEC = _find_mpiexec()
+FLAVOUR = _flavour(MPIEXEC)
+OPENMPI = FLAVOUR == "openmpi"
+MPI_NAME = "Open MPI" if OPENMPI else "MPICH"  # how the file's `mpi` attribute starts
 # mpich (its mpiexec) is a hard dependency: a missing mpiexec is a broken install, so a test
-# that launches ranks fails (in Launch) instead of being skipped; the mark only labels them.
+# that launches ranks fails (in Launch) instead of being skipped; the mark only labels them
+# (`pytest -m mpi` runs every MPI test, as .ci/run does under Open MPI).
 needs_mpiexec = pytest.mark.mpi
+
+# what every launch adds for this flavour
+MPIEXEC_OPTIONS = ["--oversubscribe"] if OPENMPI else []
+MPIEXEC_ENV = ({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+               if OPENMPI else {})
+# the option that keeps the job going when a rank dies: ULFM fault tolerance (Open MPI) or
+# hydra's -disable-auto-cleanup (MPICH: the other ranks get SIGUSR1)
+KEEP_GOING = ["--with-ft", "ulfm"] if OPENMPI else ["-disable-auto-cleanup"]
+
+
+def ours(err):
+    """stderr without the launcher's own notices: Open MPI's mpiexec adds a block framed by
+    lines of dashes ("prterun detected that one or more processes exited with non-zero
+    status, ...") whenever a rank exits non-zero."""
+    kept, inside = [], False
+    for line in err.splitlines(keepends=True):
+        if line.startswith("-" * 20):
+            inside = not inside
+        elif not inside or line.startswith("gcc_mpi"):  # ours, even if it came amid theirs
+            kept.append(line)
+    return "".join(kept)
+
+
+def pid_of(err, rank):
+    """The pid of ``rank`` in rank 0's "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 = pids
+    100-104" (or "HOST: 0=100, 1=102, ...") line of ``err`` (one host)."""
+    line = re.search(r"ranks by host and pid: (.*)", err).group(1)
+    span = re.search(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", line)
+    if span:
+        return int(span.group(3)) + rank - int(span.group(1))
+    return int(re.search(rf"\b{rank}=(\d+)", line).group(1))
 
 
 class Launch:
@@ -39,9 +93,9 @@ class Launch:
             if MPIEXEC is None:
                 pytest.fail("no mpiexec beside python or on PATH: the mpich wheel (a dependency "
                             "of gcc_mpi) is not installed")
-            cmd = [MPIEXEC, *mpiexec_options, "-n", str(ranks), *cmd]
+            cmd = [MPIEXEC, *MPIEXEC_OPTIONS, *mpiexec_options, "-n", str(ranks), *cmd]
         full_env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-        full_env.update(OPENBLAS_NUM_THREADS="1", **(env or {}))
+        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}))
         self.out_path, self.err_path = cwd / f"{name}.out", cwd / f"{name}.err"
         self.cmd = " ".join(cmd)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -54,6 +108,15 @@ class Launch:
 
     def signal(self, signum):
         self.proc.send_signal(signum)
+
+    def stop(self, signum):
+        """The signal of a clean stop: to mpiexec under MPICH (hydra forwards it to every rank),
+        to rank 0 under Open MPI (its mpiexec does not forward SIGTERM/SIGINT: it kills every
+        rank at once, tests/test_faults.py)."""
+        if OPENMPI:
+            os.kill(self.pid(0), signum)
+        else:
+            self.signal(signum)
 
     def kill(self):
         with contextlib.suppress(ProcessLookupError):
@@ -72,13 +135,18 @@ class Launch:
             time.sleep(0.02)
 
     def wait(self):
-        """(exit code, stdout, stderr) once the job ends; kills it and fails on timeout."""
+        """(exit code, stdout, stderr) once the job ends; kills it and fails on timeout. stderr
+        without the launcher's framed notices (``ours``); ``err()`` has everything."""
         try:
             self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
             pytest.fail(f"{self.cmd} did not finish in {TIMEOUT} s\n{self.err()[-3000:]}")
-        return self.proc.returncode, self.out_path.read_text(), self.err()
+        return self.proc.returncode, self.out_path.read_text(), ours(self.err())
+
+    def pid(self, rank):
+        """The pid of ``rank``, from rank 0's line "ranks by host and pid"."""
+        return pid_of(self.err(), rank)
 
     def wait_for_err(self, pattern, timeout=30):
         """The first match of regex ``pattern`` in stderr, waiting for it after the job ended

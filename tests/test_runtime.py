@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from mpirun import needs_mpiexec
+from mpirun import MPI_NAME, needs_mpiexec
 from mpirun import run as launch
 
 from gcc_mpi.config import load_job, parse_job
@@ -69,7 +69,7 @@ def assert_same_as_simulate(run, sim):
 
 def check_contract(res, workers, trials):
     assert res.attrs["format"] == "gcc_mpi/1" and res.complete
-    assert res.attrs["mpi"].startswith("MPICH") and res.attrs["command"].startswith("mpiexec -n")
+    assert res.attrs["mpi"].startswith(MPI_NAME) and res.attrs["command"].startswith("mpiexec -n")
     for point in res.points:
         N = workers[point.index] if isinstance(workers, list) else workers
         for name, d in point.schemes.items():
@@ -152,12 +152,13 @@ import time
 
 import numpy as np
 
+RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")  # MPICH, Open MPI
 SLOW = {"7", "8"}  # MPI ranks of workers 6 and 7: their f takes 1 s (real compute time), the
                    # others' milliseconds: a loaded machine cannot close that gap
 
 
 def f(X):
-    if os.environ.get("PMI_RANK") in SLOW:
+    if RANK in SLOW:
         time.sleep(1.0)
     return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
 '''
@@ -227,7 +228,8 @@ import os
 import numpy as np
 
 
-if os.environ.get("PMI_RANK") == "3":  # rank 3 cannot even build f: not an erasure
+RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")  # MPICH, Open MPI
+if RANK == "3":  # rank 3 cannot even build f: not an erasure
     raise ValueError("boom on purpose")
 
 
@@ -259,7 +261,7 @@ def test_an_exception_outside_f_on_a_worker_ends_the_job_with_exit_code_1(tmp_pa
     (tmp_path / "boom.py").write_text(BOOM_F)
     (tmp_path / "boom.toml").write_text(BOOM)
     code, _, err = launch(["run", "boom.toml", "-o", "boom.h5"], tmp_path, 5)
-    assert code == 1, err  # MPICH's mpiexec returns the MPI_Abort error code
+    assert code == 1, err  # MPICH's and Open MPI's mpiexec return the MPI_Abort error code
     assert "gcc_mpi: rank 3 of 5 on " in err and "ValueError: boom on purpose" in err
 
 

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from mpirun import needs_mpiexec, run
+from mpirun import MPI_NAME, needs_mpiexec, run
 
 from gcc_mpi.__main__ import main
 from gcc_mpi.analyze import main_analyze
@@ -110,7 +110,7 @@ def test_point_runs_merge_back_into_the_whole_run(tmp_path, job_file, capsys):
         assert r.points[0].params == ref.points[i].params
         with h5py.File(path, "r") as f:
             assert list(f) == [f"point_{i:03d}"]
-    assert read_results(parts[2]).attrs["mpi"].startswith("MPICH")
+    assert read_results(parts[2]).attrs["mpi"].startswith(MPI_NAME)
 
     merged = tmp_path / "all.h5"
     assert main(["merge", *map(str, [parts[3], parts[1], parts[2], parts[0]]),

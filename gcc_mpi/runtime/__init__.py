@@ -71,7 +71,10 @@ def run_command(args, *, simulate, default_output):
                 code = main_master(comm, args, default_output, stop, notice)
             else:
                 from .worker import main_worker
-                code = main_worker(comm, args, stop)
-        if notice.count:
-            mpi.exit_without_finalize(code)  # MPI_Finalize would wait for the dead rank forever
+                code = main_worker(comm, args, stop, notice=notice)
+        # MPI_Finalize would wait for a dead rank forever. Under ULFM every rank skips it: a rank
+        # that died at the very end may be unknown to the others, and Open MPI's launcher
+        # takes a rank that ends without it as a normal end (exit code 0, no message)
+        if notice.count or mpi.fault_tolerant(MPI):
+            mpi.exit_without_finalize(code)
         return code

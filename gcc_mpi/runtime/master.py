@@ -28,15 +28,27 @@ abandoned — their workers STOPped (queued tasks skipped) and drained — the f
 complete = false (every trial committed before is kept) and every rank sent EXIT, each step
 bounded by GRACE seconds, after which MPI_Abort ends the job.
 
-A dead worker: started with ``mpiexec -disable-auto-cleanup``, hydra sends the other ranks
-SIGUSR1 instead of killing them. Rank 0 then finds which rank died from the pids the workers
-sent at start-up (processes on its own node), cancels the requests of every round in flight to
-it and treats it as a permanent straggler — never sent a task again, error code 4 (LOST) — and
-the job completes. A dead rank on another node cannot be told apart: the job stops as for
-SIGTERM, exit code 1. Without that option hydra kills every rank at once (the file keeps every
-trial committed before).
+A dead worker is a permanent straggler from then on — never sent a task again, error code 4
+(LOST) in the file, named on stderr and in the file's ``lost`` attribute with the trial it
+died in — and the job completes, when the MPI lets the other ranks go on:
+
+- ULFM (Open MPI ``mpiexec --with-ft ulfm``): the dead rank's requests complete with a
+  process-failure error (``RankFailure`` from the waiter); rank 0 asks MPI which ranks failed
+  (``Comm.Get_failed``) and acknowledges them (``Ack_failed``, so that the any-source control
+  receive works again). Works for ranks on every node.
+- MPICH ``mpiexec -disable-auto-cleanup``: hydra sends the other ranks SIGUSR1 instead of
+  killing them; rank 0 finds which rank died from the pids the workers sent at start-up
+  (processes on its own node). A dead rank on another node cannot be told apart: the job stops
+  as for SIGTERM, exit code 1.
+
+Either way ``_bury`` then cancels every request of the rounds in flight to the dead rank (a
+round still waiting records it LOST) and takes the replies of the others that the failed wait
+completed. A scheme that can no longer decode (an exact one short of results) records its
+trials as failed with the reason; the others go on. Without either, the launcher kills every
+rank at once (the file keeps every trial committed before).
 """
 
+import signal
 import sys
 import time
 
@@ -44,15 +56,12 @@ import numpy as np
 
 from ..erasures import LOST, summary
 from . import protocol as P
-from .mpi import process_gone
+from .mpi import RankFailure, process_gone
 
 GRACE = 10.0         # seconds for each step of a stop (drain the round, deliver EXIT)
 BLOCK = 256          # trials of records held by the master before they go to the writer
 FIND_DEAD = 2.0      # seconds to look for the dead rank after hydra's notice
-
-
-class RankFailure(Exception):
-    """Hydra reported a dead process (SIGUSR1): the waiting loop hands over to ``_bury``."""
+LOOK_EVERY = 0.5     # seconds between looks for ended worker processes under ULFM
 
 
 class WorkerLost(Exception):
@@ -94,14 +103,22 @@ class Master:
     scattered, decided, stopped and drained before the next starts.
 
     ``stop``: a StopFlag (SIGTERM, SIGINT, job.time_limit); ``notice``: counts hydra's dead-
-    process notices; ``peers``: {rank: (pid, host)} from READY; ``host``: this rank's host."""
+    process notices; ``peers``: {rank: (pid, host)} from READY; ``host``: this rank's host;
+    ``ft``: ULFM is on (dead ranks are found by asking MPI)."""
 
-    def __init__(self, comm, MPI, waiter, stop=None, notice=None, peers=None, host=None):
+    def __init__(self, comm, MPI, waiter, stop=None, notice=None, peers=None, host=None,
+                 ft=False):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
-        self.stop, self.notice = stop, notice
+        self.stop, self.notice, self.ft = stop, notice, ft
         self.peers, self.host = peers or {}, host
         self.seen_notices = 0
+        self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)
+        self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
+        self.control = None     # the persistent any-source receive of NOTICEs (``listen``)
+        self.notice_row = np.zeros(P.NOTICE_SIZE)
         self.dead = set()       # ranks that died (permanent stragglers)
+        self.lost = []          # (rank, point, trial) of every death, in order
+        self.writer = None      # the results file (``run``): its ``lost`` attribute
         self.orphans = []       # requests to dead ranks that could not be completed
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.slots = None       # the current point's buffers and persistent requests
@@ -116,13 +133,58 @@ class Master:
                           crossed=0, failed=0, lost=0, drain=0.0)
 
     def _check(self):
-        if self.notice is not None and self.notice.count != self.seen_notices:
-            raise RankFailure()
+        notices = max(self.notice.count if self.notice is not None else 0, self.peer_notices)
+        if notices > self.seen_notices:
+            raise RankFailure("hydra reported a dead process")
+        if self.ft and time.monotonic() > self.next_look:
+            # Open MPI 5.0.11 reports a rank that a signal killed, not one that called exit()
+            # without MPI_Finalize: look for the pids of rank 0's node now and then
+            self.next_look = time.monotonic() + LOOK_EVERY
+            if self._gone():
+                raise RankFailure("a worker's process ended")
         if self.stop is not None:
             self.stop.check()
 
+    def _gone(self):
+        """Ranks on rank 0's node whose process ended (not yet buried)."""
+        return {r for r, (pid, host) in self.peers.items() if r not in self.dead
+                and host == self.host and process_gone(pid)}
+
+    def listen(self):
+        """Keep a receive of the workers' NOTICEs active (any source), so that a busy waiter
+        can block in Waitsome: a worker that gets a signal completes it."""
+        if self.control is None:
+            self.control = self.comm.Recv_init(self.notice_row, source=self.MPI.ANY_SOURCE,
+                                               tag=P.NOTICE)
+            self.control.Start()
+            self.waiter.control, self.waiter.on_control = self.control, self._noticed
+
+    def _noticed(self):
+        """A worker's NOTICE came: note it (``_check`` acts on it) and listen again."""
+        kind, rank, value = self.notice_row.tolist()
+        self.control.Start()
+        if kind == P.NOTIFIED:
+            self.peer_notices = max(self.peer_notices, int(value))
+        elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
+            self.stop.signum, self.stop.since = int(value), time.monotonic()
+            print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
+                  "stopping the job", file=sys.stderr, flush=True)
+
+    def _unlisten(self):
+        control, self.control = self.control, None
+        self.waiter.control = self.waiter.on_control = None
+        if control is None:
+            return
+        try:
+            control.Cancel()
+            control.Wait()
+            control.Free()
+        except self.MPI.Exception:  # completed meanwhile, or its peers died (ULFM)
+            pass
+
     # -- the run --------------------------------------------------------------------------
     def run(self, prepared, writer, progress):
+        self.writer = writer
         for k, (point, setup) in enumerate(prepared):
             writer.add_point(point.index, point.params)
             names = list(setup.codes)
@@ -271,11 +333,14 @@ class Master:
         until = min(waiting, default=None)
         if self.limit is not None:
             until = min(until or self.limit, self.limit)
+        # block in Waitsome only on a set that can complete (a reply is due) and with no
+        # job.time_limit ahead (a blocked rank would not see it pass)
+        block = (self.stop is None or self.stop.deadline is None) and any(
+            r.pending for r in self.rounds.values())
         try:
-            done = self.waiter.some(self.slots.recvs, until)
+            done = self.waiter.some(self.slots.recvs, until, block)
         except RankFailure:
-            self._bury()
-            done = None
+            done = self._after_failure()
         now = time.perf_counter()
         if done:
             n, rounds = self.slots.n, self.rounds
@@ -333,9 +398,9 @@ class Master:
 
         t0 = time.perf_counter()
         stop_rows, seq, trial = self.slots.stop[r.slot], r.seq, r.trial
-        Isend, fill = self.comm.Isend, P.fill_control
+        fill = P.fill_control
         for w in r.pending:
-            r.stops[w] = Isend(fill(stop_rows[w], P.STOP, seq, trial), dest=w + 1, tag=P.CTRL)
+            r.stops[w] = self._isend(fill(stop_rows[w], P.STOP, seq, trial), w + 1)
         r.stopped = set(r.pending)
         t1 = time.perf_counter()
         r.drain = t1 - t0
@@ -390,25 +455,35 @@ class Master:
         return P.check_error(self.errors.pop(key), seq, trial, rank)
 
     def _bury(self):
-        """After hydra's notice: find the dead ranks (pids on this node), cancel every request
-        to them in the rounds in flight (a round still waiting records them LOST) and return
-        them. WorkerLost when no dead rank can be found (it was on another node)."""
-        self.seen_notices = self.notice.count
+        """After a process-failure error (ULFM) or hydra's notice: find the ranks that died,
+        cancel every request to them in the rounds in flight (a round still waiting records
+        them LOST) and return them. WorkerLost when no dead rank can be found (hydra's notice
+        of a rank on another node)."""
+        self.seen_notices = max(self.notice.count if self.notice is not None else 0,
+                                self.peer_notices)
         found = set()
         give_up = time.monotonic() + FIND_DEAD
         while not found:
-            found = {r for r, (pid, host) in self.peers.items() if r not in self.dead
-                     and host == self.host and process_gone(pid)}
+            found = self._find_dead()
             if not found and time.monotonic() > give_up:
+                if self.ft:
+                    raise WorkerLost("MPI reported a process failure but no failed rank")
                 raise WorkerLost("a rank died (hydra reported a dead process) but not on rank "
                                  "0's node, so rank 0 cannot tell which")
             if not found:
                 time.sleep(0.02)
         point, trial = self.where
         for rank in sorted(found):
-            print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {self.peers[rank][0]}) died "
-                  f"during trial {trial} of point {point}; it is a permanent straggler from now "
-                  f"on (error code {LOST} in the file)", file=sys.stderr, flush=True)
+            # the oldest round in flight that waited for it, else the trial last started
+            t = min((r.trial for r in self.rounds.values() if rank - 1 in r.pending),
+                    default=trial)
+            self.lost.append((rank, point, t))
+            if self.writer is not None:
+                self.writer.add_lost(rank, point, t)
+            pid = self.peers.get(rank, (None,))[0]
+            print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {pid}) died during trial {t} "
+                  f"of point {point}; it is a permanent straggler from now on (error code "
+                  f"{LOST} in the file)", file=sys.stderr, flush=True)
         self.dead |= found
         self.stats["lost"] += len(found)
         for r in self.rounds.values():
@@ -417,12 +492,55 @@ class Master:
                     self._forget(r, k, w)
         return found
 
+    def _find_dead(self):
+        """Ranks newly known dead: from MPI under ULFM, else from the pids of rank 0's node."""
+        if self.ft:
+            group = self.comm.Get_failed()
+            try:
+                ranks = self.MPI.Group.Translate_ranks(group, list(range(group.Get_size())),
+                                                       self.comm.Get_group())
+            finally:
+                group.Free()
+            self.comm.Ack_failed()  # any-source receives (the control receive) work again
+            return {r for r in ranks if r not in self.dead and r > 0} | self._gone()
+        return self._gone()
+
+    def _after_failure(self):
+        """A wait ended because a rank died: bury it, then return the replies of the live
+        workers that the failed wait completed (MPI deactivated their requests without
+        telling which: a completed persistent request tests true), oldest round first."""
+        n, recvs, done = self.slots.n, self.slots.recvs, []
+        while True:
+            self._bury()
+            again = False
+            for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+                for w in sorted(r.pending):
+                    i = r.slot * n + w
+                    if i in done:
+                        continue
+                    try:
+                        if recvs[i].Test():
+                            done.append(i)
+                    except self.MPI.Exception:
+                        again = True  # one more rank died: bury it too
+            if self.control is not None:
+                try:
+                    if self.control.Test():
+                        self._noticed()
+                except self.MPI.Exception:
+                    again = True
+            if not again:
+                return done
+
     def _forget(self, r, k, w):
         """Cancel round r's requests to dead worker w (its k-th)."""
         if w in r.pending:
             recv = self.slots.recvs[r.slot * self.slots.n + w]
             self._cancel(recv)
-            recv.Wait()  # a cancelled receive completes at once
+            try:
+                recv.Wait()  # a cancelled receive completes at once
+            except self.MPI.Exception:  # ULFM: it completed with the process-failure error
+                pass
             r.pending.discard(w)
             if r.t_stop is None:
                 r.rec["error"][w], r.texts[w] = LOST, f"rank {w + 1} died"
@@ -431,6 +549,16 @@ class Master:
                 self._cancel(request)
                 self.orphans.append(request)  # a send to the dead may never complete
         r.sends[k] = self.MPI.REQUEST_NULL
+
+    def _isend(self, row, rank):
+        """Isend of a control row; REQUEST_NULL when MPI already knows the rank is dead
+        (ULFM: its pending receive reports the failure)."""
+        try:
+            return self.comm.Isend(row, dest=rank, tag=P.CTRL)
+        except self.MPI.Exception as e:
+            if e.Get_error_class() not in self.waiter.failures:
+                raise
+            return self.MPI.REQUEST_NULL
 
     def _cancel(self, request):
         try:
@@ -464,25 +592,29 @@ class Master:
         ``grace`` seconds if given)."""
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         ranks = [r for r in range(1, self.comm.size) if r not in self.dead]
-        sends = [self.comm.Isend(P.fill_control(rows[r - 1], P.EXIT), dest=r, tag=P.CTRL)
-                 for r in ranks]
+        sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT), r) for r in ranks]
         until = None if grace is None else time.perf_counter() + grace
-        while True:
-            try:
-                return self.waiter.all(sends, until)
-            except RankFailure:  # one more died: forget its EXIT
-                for i, rank in enumerate(ranks):
-                    if rank in self._bury() and sends[i]:
-                        self._cancel(sends[i])
-                        self.orphans.append(sends[i])
-                        sends[i] = self.MPI.REQUEST_NULL
+        try:
+            while True:
+                try:
+                    return self.waiter.all(sends, until)
+                except RankFailure:  # one more died: forget its EXIT
+                    buried = self._bury()
+                    for i, rank in enumerate(ranks):
+                        if rank in buried and sends[i]:
+                            self._cancel(sends[i])
+                            self.orphans.append(sends[i])
+                            sends[i] = self.MPI.REQUEST_NULL
+        finally:
+            self._unlisten()
 
     def describe(self):
         s = self.stats
         late = s["unused"] + s["crossed"]
         pipeline = f", pipeline {self.depth}" if self.depth > 1 else ""
+        blocked = f", {self.waiter.blocked} Waitsome calls" if self.waiter.blocked else ""
         text = (f"gcc_mpi: {s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
-                f"worker ranks ({self.waiter.mode} waiting{pipeline}): {s['used']} results used, "
+                f"worker ranks ({self.waiter.mode} waiting{blocked}{pipeline}): {s['used']} results used, "
                 f"{late} late results discarded ({s['crossed']} crossed a STOP), "
                 f"{s['cancelled']} tasks cancelled while sleeping or queued; "
                 f"{1e3 * s['drain'] / max(s['rounds'], 1):.2f} ms per round to stop and drain")

@@ -1,25 +1,37 @@
 """MPI start-up, the abort hook, signals, and how a rank waits.
 
-Waiting is the whole game when ranks outnumber cores: MPICH's blocking calls (Recv, Wait*,
-Probe) spin, so with 32 ranks on 2 cores every idle rank competes with the one that has work.
-``Waiter`` hides the two ways to wait:
+Waiting is the whole game when ranks outnumber cores: the blocking calls of MPICH and of Open
+MPI (Recv, Wait*, Probe) spin, so with 32 ranks on 2 cores every idle rank competes with the
+one that has work. ``Waiter`` hides the ways to wait:
 
-- busy:   spin on Testsome/Testall/Improbe without sleeping — lowest latency when every rank
-          has a core to itself;
-- polite: the same tests and, while nothing is ready, ``time.sleep`` with exponential
-          back-off (SLEEP_MIN .. a cap) — idle ranks give their core away.
+- busy:   spin without sleeping — lowest latency when every rank has a core to itself. The
+          master blocks in ``MPI_Waitsome`` over its receives and one *control receive* (a
+          worker's announcement that it got a signal or that a peer died, see ``protocol``),
+          so the spinning is MPI's own; it polls with Testsome instead whenever it must not
+          block past a time (a ``decode.deadline``, ``job.time_limit``, the bound of a stop).
+- polite: Testsome/Testall/Improbe and, while nothing is ready, ``time.sleep`` with
+          exponential back-off (SLEEP_MIN .. a cap) — idle ranks give their core away.
 
-Neither blocks inside MPI: Python runs signal handlers only between bytecodes, so a rank stuck
-in MPI_Waitsome would never notice SIGTERM, nor a peer that died. Every loop calls the waiter's
-``check`` (if set), which may raise to end the wait (a stop request, a dead rank).
+Python runs signal handlers only between bytecodes, so a rank blocked in MPI_Waitsome does not
+see SIGTERM until something completes: that is what the control receive is for. A worker that
+notes SIGTERM/SIGINT (or hydra's SIGUSR1) sends rank 0 a NOTICE, which completes rank 0's
+Waitsome; rank 0 then acts on its own flags. SIGTERM sent to rank 0 alone is seen when the next
+reply comes (each TASK gets one reply, so within the round's longest delay + f). Every polling
+loop calls the waiter's ``check`` (if set), which may raise to end the wait.
 
 ``auto`` (the default) picks polite when this node runs more ranks than it has cores. Override
 with ``--wait busy|polite|auto`` or the environment variable GCC_MPI_WAIT.
 
-Signals: every rank notes SIGTERM and SIGINT (``stopping.StopFlag``; hydra's mpiexec forwards
-both to every rank) and SIGUSR1, which MPICH's hydra sends to the surviving ranks when a process
-of the job died and the job was started with ``mpiexec -disable-auto-cleanup`` (its default
-action would kill them too). Without that option hydra kills every rank itself.
+Signals: every rank notes SIGTERM and SIGINT (``stopping.StopFlag``). MPICH's hydra forwards
+both to every rank. Open MPI's mpiexec does not forward them: it kills every rank at once (the
+file keeps every committed trial; ``--resume`` continues); SIGTERM to rank 0 stops cleanly under
+both. SIGUSR1 is MPICH's dead-process notice: hydra sends it to the surviving ranks when a
+process of the job died and the job was started with ``mpiexec -disable-auto-cleanup`` (its
+default action would kill them too). Without that option hydra kills every rank itself.
+
+Dead peers under ULFM (Open MPI ``mpiexec --with-ft ulfm``, ``fault_tolerant``): requests that
+involve a dead rank complete with an error of class MPI_ERR_PROC_FAILED (Testsome/Waitsome:
+MPI_ERR_IN_STATUS); the waiter turns it into ``RankFailure`` and the master buries the rank.
 """
 
 import os
@@ -115,6 +127,17 @@ def several_tasks_error(command):
     return line if not task else ""
 
 
+class RankFailure(Exception):
+    """A rank of the job died: hydra's notice (SIGUSR1) came, or, under ULFM, a request
+    completed with a process-failure error. The master's waits hand over to ``Master._bury``."""
+
+
+def failure_classes(MPI):
+    """The error classes that mean "a peer died" under ULFM."""
+    names = ("ERR_PROC_FAILED", "ERR_PROC_FAILED_PENDING", "ERR_REVOKED", "ERR_IN_STATUS")
+    return frozenset(getattr(MPI, n) for n in names if hasattr(MPI, n))
+
+
 class FailureNotice:
     """Counts SIGUSR1, hydra's notice that a process of the job died (``install`` on every
     rank before MPI starts, so that the notice does not kill the rank)."""
@@ -133,7 +156,8 @@ class FailureNotice:
 
 def exit_without_finalize(code):
     """End this rank now, skipping MPI_Finalize: after a rank of the job died, Finalize's
-    process-manager barrier would wait for it forever."""
+    process-manager barrier would wait for it forever (MPICH; under ULFM it does now and then:
+    3 of 3 runs with two dead ranks on a loaded machine hung there)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -152,6 +176,33 @@ def process_gone(pid):
             return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
     except OSError:
         return False
+
+
+def library(MPI):
+    """The MPI library's name and version, one line ("MPICH Version: 4.3.0", "Open MPI v5.0.11,
+    package: ..."): Open MPI's string ends in a NUL byte, which HDF5 attributes cannot hold."""
+    text = MPI.Get_library_version().replace("\0", "").strip()
+    return text.splitlines()[0].strip() if text else "unknown MPI"
+
+
+def flavour(MPI):
+    """'openmpi', 'mpich' or 'other', from the library's own version string."""
+    text = MPI.Get_library_version()
+    if text.startswith("Open MPI"):
+        return "openmpi"
+    return "mpich" if text.startswith("MPICH") else "other"
+
+
+FT_ENV = "OMPI_MCA_mpi_ft_enable"  # set by Open MPI's `mpiexec --with-ft ulfm` on every rank
+
+
+def fault_tolerant(MPI):
+    """True when this run has ULFM fault tolerance: Open MPI started with
+    ``mpiexec --with-ft ulfm`` (or ``--mca mpi_ft_enable 1``), which its launcher passes to
+    every rank as OMPI_MCA_mpi_ft_enable, and an mpi4py that has the ULFM calls. Then a dead
+    peer makes requests complete with an error instead of ending the job."""
+    on = os.environ.get(FT_ENV, "").strip().lower() in ("1", "true", "yes", "on", "enabled")
+    return on and flavour(MPI) == "openmpi" and hasattr(MPI.Comm, "Get_failed")
 
 
 def start():
@@ -213,20 +264,55 @@ class Backoff:
 
 class Waiter:
     """How one rank waits for requests and messages: ``polite`` (test + back-off sleep) or busy
-    (test in a tight loop). ``hi`` caps the polite sleeps of ``some`` (the master's gather).
-    ``check``: called on every turn of a wait; whatever it raises ends the wait."""
+    (test in a tight loop; the master's gather blocks in Waitsome, see ``some``). ``hi`` caps
+    the polite sleeps of ``some`` (the master's gather). ``check``: called on every turn of a
+    wait; whatever it raises ends the wait. ``ft``: ULFM is on, so an MPI error of a process-
+    failure class raises ``RankFailure``.
 
-    def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None):
+    The master sets ``control`` (its persistent control receive, always active) and
+    ``on_control`` (called, without raising, when it completed: it notes what the message
+    says and restarts it; the next ``check`` acts on it)."""
+
+    def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None, ft=False):
         self.MPI = MPI
         self.mode = mode
         self.polite = mode == "polite"
         self.gather = Backoff(SLEEP_MIN, hi)
         self.idle = Backoff(IDLE_FIRST, SLEEP_IDLE)
         self.check = check
+        self.failures = failure_classes(MPI) if ft else frozenset()
+        self.control = None
+        self.on_control = None
+        self.blocked = 0  # Waitsome calls (the figure benchmarks and tests read)
 
-    def some(self, requests, until=None):
+    def _failed(self, e):
+        """An MPI exception in a wait: RankFailure if it says a peer died (ULFM), else as is."""
+        if e.Get_error_class() in self.failures:
+            raise RankFailure(str(e)) from None
+        raise e
+
+    def poll_control(self):
+        """Take the control message if one came (``on_control``), then run ``check``."""
+        control = self.control
+        if control is not None and control.Test():
+            self.on_control()
+        if self.check is not None:
+            self.check()
+
+    def some(self, requests, until=None, block=False):
         """Indices of requests completed now, in the order MPI reports them; [] once the
-        clock (time.perf_counter) passes ``until``; None when no request is active."""
+        clock (time.perf_counter) passes ``until``; None when no request is active.
+
+        ``block``: the caller knows that a request is active; a busy waiter with a control
+        receive then blocks in Waitsome (unless ``until`` is set) instead of spinning."""
+        try:
+            if block and until is None and not self.polite and self.control is not None:
+                return self._waitsome(requests)
+            return self._testsome(requests, until)
+        except self.MPI.Exception as e:
+            self._failed(e)
+
+    def _testsome(self, requests, until):
         Testsome = self.MPI.Request.Testsome
         backoff = self.gather
         backoff.reset()
@@ -234,8 +320,7 @@ class Waiter:
             done = Testsome(requests)
             if done is None or done:
                 return done
-            if self.check is not None:
-                self.check()
+            self.poll_control()
             if until is not None:
                 left = until - time.perf_counter()
                 if left <= 0:
@@ -245,19 +330,37 @@ class Waiter:
             elif self.polite:
                 backoff.sleep()
 
+    def _waitsome(self, requests):
+        """Block in Waitsome over ``requests`` and the control receive (which a worker
+        completes when it gets a signal), so the set can always complete."""
+        Waitsome = self.MPI.Request.Waitsome
+        both = [*requests, self.control]
+        last = len(requests)
+        while True:
+            self.poll_control()  # a signal or notice that came since the last look
+            self.blocked += 1
+            done = Waitsome(both)
+            if last in done:
+                done.remove(last)
+                self.on_control()
+            if done:
+                return done
+
     def all(self, requests, until=None):
         """Wait until every request is complete: True, or False once time.perf_counter()
         passes ``until``."""
         Testall = self.MPI.Request.Testall
         backoff = self.gather
         backoff.reset()
-        while not Testall(requests):
-            if self.check is not None:
-                self.check()
-            if until is not None and time.perf_counter() > until:
-                return False
-            if self.polite:
-                backoff.sleep()
+        try:
+            while not Testall(requests):
+                self.poll_control()
+                if until is not None and time.perf_counter() > until:
+                    return False
+                if self.polite:
+                    backoff.sleep()
+        except self.MPI.Exception as e:
+            self._failed(e)
         return True
 
     def probe(self, comm, source, tag, status):
@@ -278,17 +381,19 @@ class Waiter:
         once time.perf_counter() passes ``until``."""
         backoff = self.idle
         backoff.reset()
-        while True:
-            message = comm.improbe(source, tag)  # lowercase: sized for the pickle
-            if message is None:  # see ``improbe``
-                message = comm.improbe(source, tag)
-            if message is not None:
-                return message.recv()
-            if self.check is not None:
-                self.check()
-            if until is not None and time.perf_counter() > until:
-                return None
-            backoff.sleep()
+        try:
+            while True:
+                message = comm.improbe(source, tag)  # lowercase: sized for the pickle
+                if message is None:  # see ``improbe``
+                    message = comm.improbe(source, tag)
+                if message is not None:
+                    return message.recv()
+                self.poll_control()
+                if until is not None and time.perf_counter() > until:
+                    return None
+                backoff.sleep()
+        except self.MPI.Exception as e:
+            self._failed(e)
 
 
 def improbe(comm, source, tag, status):

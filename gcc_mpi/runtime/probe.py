@@ -192,7 +192,7 @@ def probe_master(comm, MPI, args, stop, notice):
                           *sys.argv[1:]])
     write_probe(out, arrival[:done], compute, [peers[r][1] for r in range(1, comm.size)],
                 range(1, comm.size), complete=stopped is None, config=job.to_toml(),
-                command=command, mpi=MPI.Get_library_version().splitlines()[0].strip(),
+                command=command, mpi=mpi.library(MPI),
                 master_host=host)
     if stopped is not None:
         print(f"gcc_mpi: {stopped} after {done} of {rounds} rounds; {out} holds them "

@@ -27,6 +27,13 @@ worker -> master, tag REPLY, ``[seq, trial, status] + y``
     follows — the worker sent, just before, one pickled ``(seq, trial, code, text)`` with tag
     ERROR (``erasures`` codes; the failure path only, so the hot path stays buffer-based).
 
+worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path only)
+    SIGNALLED (value: the signal number): the worker got SIGTERM or SIGINT and will wait for
+          EXIT; rank 0 stops the job as for its own signal. NOTIFIED (value: how many SIGUSR1
+          the worker got): hydra reported a dead process. Rank 0 keeps one receive (any source)
+          for these always active, so a master blocked in Waitsome wakes up: Python runs signal
+          handlers only between bytecodes, so rank 0 cannot see its own flags while it blocks.
+
 ``seq`` numbers the rounds of a run (one round = one scheme of one trial of one point). Up to
 ``decode.pipeline`` rounds are in flight at once, each in its own *slot* (a TASK, REPLY and
 STOP row per worker). Every TASK gets exactly one reply, and a worker replies in the order of
@@ -38,11 +45,15 @@ data; results that come after their round was decided are received and discarded
 
 import numpy as np
 
-SETUP, CTRL, REPLY, ERROR = 11, 12, 13, 14   # message tags
+SETUP, CTRL, REPLY, ERROR, NOTICE = 11, 12, 13, 14, 15   # message tags
 
 TASK, STOP, EXIT = 1.0, 2.0, 3.0         # CTRL kinds
 KIND, SEQ, TRIAL, POINT, DELAY, SENT, DIM, OUT = range(8)
 HEADER = 8                               # CTRL header length
+
+SIGNALLED, NOTIFIED = 1.0, 2.0           # NOTICE kinds
+N_KIND, N_RANK, N_VALUE = range(3)
+NOTICE_SIZE = 3
 
 DONE, CANCELLED, FAILED = 0.0, 1.0, 2.0  # REPLY status
 R_SEQ, R_TRIAL, R_STATUS = range(3)

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .mpi import Waiter, resolve_wait
+from .mpi import Waiter, fault_tolerant, library, resolve_wait
 
 
 def load_job_for(args, size):
@@ -93,7 +93,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
         command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
                               *sys.argv[1:]])
         writer = ResultWriter(out, config_toml=job.to_toml(), command=command,
-                              mpi=MPI.Get_library_version().splitlines()[0].strip(),
+                              mpi=library(MPI),
                               overwrite=args.overwrite, resume=args.resume)
     except JobError as e:
         witness.done()
@@ -117,8 +117,14 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     ranks = {0: (os.getpid(), MPI.Get_processor_name())} | peers
     print(f"gcc_mpi: ranks by host and pid: {pid_map(ranks)}", file=sys.stderr, flush=True)
 
-    master = Master(comm, MPI, Waiter(MPI, mode), stop, notice, peers,
-                    host=MPI.Get_processor_name())
+    ft = fault_tolerant(MPI)
+    if ft:  # a dead worker's requests then complete with an error instead of ending the job
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        print("gcc_mpi: ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that "
+              "dies is a permanent straggler", file=sys.stderr, flush=True)
+    master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), stop, notice, peers,
+                    host=MPI.Get_processor_name(), ft=ft)
+    master.listen()
     total = len(prepared) * job.config.job.trials
     progress = Progress(total, points=len(prepared), quiet=args.quiet)
     try:

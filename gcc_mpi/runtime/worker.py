@@ -22,9 +22,11 @@ ignored: every TASK gets exactly one reply.
 If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (after an ERROR
 message saying why) and goes on: the master counts that result as an erasure.
 
-SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: rank 0
-stops the round and sends EXIT, and the worker leaves as usual. Only if no EXIT comes within
-WORKER_GRACE seconds of the signal (rank 0 gone or stuck) does the worker end the job itself.
+SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: the worker
+tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome), rank 0 stops the round
+and sends EXIT, and the worker leaves as usual. Only if no EXIT comes within WORKER_GRACE
+seconds of the signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's
+dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
 """
 
 import os
@@ -45,12 +47,13 @@ WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives
 SLEEP_STARTUP = 10e-3  # longest sleep while waiting for rank 0's start-up message
 
 
-def main_worker(comm, args, stop=None, timer=None):
+def main_worker(comm, args, stop=None, timer=None, notice=None):
     """A worker's whole run. ``timer`` (the probe's, runtime/probe.py): wraps f to time every
-    call (``timer.wrap(targets)``) and sends the times to rank 0 after EXIT (``timer.report``)."""
+    call (``timer.wrap(targets)``) and sends the times to rank 0 after EXIT (``timer.report``).
+    ``notice``: hydra's dead-process notices, passed on to rank 0 (``Announcer``)."""
     from mpi4py import MPI
 
-    check = None if stop is None else _grace_check(stop)
+    check = None if stop is None else Announcer(comm, stop, notice)
     startup = Waiter(MPI, "polite", check=check)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
     startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
@@ -74,14 +77,35 @@ def main_worker(comm, args, stop=None, timer=None):
     return 0
 
 
-def _grace_check(stop):
-    """A waiter check that ends this worker WORKER_GRACE s after a signal if no EXIT came."""
-    def check():
-        if stop.signum is not None and time.monotonic() - stop.since > WORKER_GRACE:
+class Announcer:
+    """A worker's waiter check: tells rank 0 (NOTICE, once per event) that this worker got a
+    signal or hydra's dead-process notice, and ends the worker WORKER_GRACE s after a signal
+    if no EXIT came."""
+
+    def __init__(self, comm, stop, notice=None):
+        self.comm, self.stop, self.notice = comm, stop, notice
+        self.told_signal, self.told_notices = False, 0
+        self.rows, self.sends = [], []
+
+    def _tell(self, kind, value):
+        row = np.array([kind, self.comm.rank, value], dtype=np.float64)
+        self.rows.append(row)  # the buffer lives as long as its send
+        self.sends.append(self.comm.Isend(row, dest=0, tag=P.NOTICE))
+
+    def __call__(self):
+        stop, notice = self.stop, self.notice
+        if notice is not None and notice.count > self.told_notices:
+            self.told_notices = notice.count
+            self._tell(P.NOTIFIED, notice.count)
+        if stop.signum is None:
+            return
+        if not self.told_signal:
+            self.told_signal = True
+            self._tell(P.SIGNALLED, stop.signum)
+        if time.monotonic() - stop.since > WORKER_GRACE:
             name = signal.Signals(stop.signum).name
             raise RuntimeError(f"no EXIT from rank 0 within {WORKER_GRACE:g} s of {name}; "
                                "ending the job")
-    return check
 
 
 def build_targets(toml_text, base_dir, shapes):
