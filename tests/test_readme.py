@@ -24,7 +24,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from mpirun import MPIEXEC, TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
