@@ -83,8 +83,8 @@ def test_a_worker_killed_while_computing_or_idle_is_a_permanent_straggler(tmp_pa
     assert d["failed"][t + 1:].all()
     assert set(d["reason"][t + 1:]) == {"uncoded needs all 3 results, got 2"}
     assert all("rank 3 died" in text for text in d["error_text"][t + 1:])
-    if wait == "busy":
-        assert "Waitsome calls" in err  # the master blocked in Waitsome, and still saw it
+    if wait == "busy":  # under ULFM a busy master spins on Testsome: a worker's exit() is
+        assert "Waitsome calls" not in err  # found only by its pid, which a blocked one misses
 
 
 @needs_mpiexec

@@ -333,9 +333,11 @@ class Master:
         until = min(waiting, default=None)
         if self.limit is not None:
             until = min(until or self.limit, self.limit)
-        # block in Waitsome only on a set that can complete (a reply is due) and with no
-        # job.time_limit ahead (a blocked rank would not see it pass)
-        block = (self.stop is None or self.stop.deadline is None) and any(
+        # block in Waitsome only on a set that can complete (a reply is due), with no
+        # job.time_limit ahead (a blocked rank would not see it pass) and not under ULFM, where
+        # a worker that called exit() is found only by looking for its pid (``_check``): Open
+        # MPI 5.0.11 completes no request for it, so a blocked master would wait forever
+        block = not self.ft and (self.stop is None or self.stop.deadline is None) and any(
             r.pending for r in self.rounds.values())
         try:
             done = self.waiter.some(self.slots.recvs, until, block)
