@@ -309,19 +309,21 @@ def test_a_killed_worker_ends_the_job_naming_it_and_keeps_every_finished_trial(t
 
 
 @needs_mpiexec
-@pytest.mark.parametrize("pipeline", [1, 3])
+@pytest.mark.parametrize("pipeline, wait", [(1, "polite"), (3, "polite"), (1, "busy")])
 def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(tmp_path,
-                                                                                pipeline):
+                                                                                pipeline, wait):
     """A worker that ends without a signal (here os._exit(3) in f) under the MPI's keep-going
     option: `mpiexec -disable-auto-cleanup` (MPICH: hydra notifies the others with SIGUSR1 and
     rank 0 finds the dead pid) or `mpiexec --with-ft ulfm` (Open MPI 5.0.11 reports only ranks
     that a signal killed, so rank 0 finds this one among the pids of its node, which it looks at
     every 0.5 s under ULFM; SIGKILLs: test_ulfm.py). Rank 0 names the dead rank, never sends it a task again (error code
     4) and the job completes. With 3 rounds in flight rank 0 cancels the dead rank's requests
-    in every round and records it LOST in the rounds still waiting."""
+    in every round and records it LOST in the rounds still waiting. A busy master (which blocks
+    in Waitsome under MPICH, woken by a worker's NOTICE of hydra's SIGUSR1, and polls under
+    ULFM) finds it too: it never waits for the dead rank forever."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
     code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8",
-                        "--set", f"decode.pipeline={pipeline}"],
+                        "--set", f"decode.pipeline={pipeline}", "--wait", wait],
                        tmp_path, ranks=5, mpiexec_options=KEEP_GOING,
                        env={"DIE_RANK": "3", "DIE_AT": "5", "DIE_HOW": "exit"})
     assert code == 3, err  # hydra and Open MPI's mpiexec return the dead rank's exit code
