@@ -204,8 +204,12 @@ def test_sweep_sh_runs_the_array_then_merges_and_analyses(slurm, tmp_path):
     for p, q in zip(merged.points, read_results(sim).points):
         for name in ("bacc", "gcc"):
             assert np.array_equal(p.schemes[name]["used"], q.schemes[name]["used"])
+            # a worker computes f one coded row at a time (BLAS rounds a row as it likes) and
+            # gcc's automatic lengthscale may pick a long, ill-conditioned kernel that turns
+            # those last bits into 3e-9 of the nmse (measured here); another decoder or
+            # another received set differs by far more than 1e-6
             np.testing.assert_allclose(p.schemes[name]["nmse"], q.schemes[name]["nmse"],
-                                       rtol=1e-9)
+                                       rtol=1e-6)
 
 
 def test_a_failed_array_task_cancels_the_analysis(slurm, tmp_path):
