@@ -20,6 +20,10 @@ from . import __version__
 from .errors import JobError
 
 
+# seconds a rank other than 0 waits before it exits on an error that every rank finds
+RANK_0_FIRST = 5.0
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, like every other bad input
         raise JobError(None, f"{self.prog}: {message}")
@@ -239,8 +243,16 @@ def main(argv=None):
     except JobError as e:
         from .runtime.mpi import launcher_rank
 
-        if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
+        rank = launcher_rank()
+        if not rank:  # under mpiexec, one line from rank 0 rather than one per rank
             print(f"gcc_mpi: error: {e}", file=sys.stderr)
+        elif "OMPI_COMM_WORLD_SIZE" in os.environ:
+            # the other ranks found the same problem; Open MPI's mpiexec ends every rank as
+            # soon as the first one exits non-zero, so they let rank 0 say it first (its exit
+            # ends this wait; hydra lets every rank finish, so under MPICH none waits)
+            import time
+
+            time.sleep(RANK_0_FIRST)
         return 2
 
 

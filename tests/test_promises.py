@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpirun import MPIEXEC, TIMEOUT, Launch, needs_mpiexec
+from mpirun import MPIEXEC, MPIEXEC_ENV, MPIEXEC_OPTIONS, TIMEOUT, Launch, needs_mpiexec
 from mpirun import run as launch
 from test_faults import trials_in
 from test_pipeline import PIPE, in_flight
@@ -238,12 +238,13 @@ def test_run_sbatch_uses_the_mpiexec_gcc_mpi_mpiexec_names(tmp_path):
     ranks."""
     wrapper = tmp_path / "my-mpiexec"
     wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{tmp_path}/called"\n'
-                       f'exec "{MPIEXEC}" "$@"\n')
+                       f'exec "{MPIEXEC}" {" ".join(MPIEXEC_OPTIONS)} "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "rate.toml").write_text(RATE.replace("trials = 10", "trials = 2").replace(
         '"code.workers" = [20, 40, 80]', '"code.workers" = [3, 4]').replace("batch = 6",
                                                                            "batch = 3"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GCC_MPI_"))}
+    env.update(MPIEXEC_ENV)  # Open MPI as root
     env.update(SLURM_NTASKS="5", GCC_MPI_PYTHON=sys.executable, GCC_MPI_MPIEXEC=str(wrapper),
                GCC_MPI_OUT=str(tmp_path / "results"), OPENBLAS_NUM_THREADS="1")
     proc = subprocess.Popen(["bash", str(ROOT / "slurm" / "run.sbatch"), "rate.toml", "-q",
