@@ -221,8 +221,8 @@ def test_plans_recommended_job_meets_its_target_over_mpi(tmp_path):
     (row,) = json.loads(out)
     # the plan chose it from 30 simulated trials on the trace (upper end of its 95% interval at
     # the target); the run draws its own delays on a loaded machine, so its mean nmse is
-    # compared with the target within the run's own 95% interval: -14.6 +- 1.8 dB was seen
-    # against -15 (a plan that ignored the target, e.g. bacc at N - 4, is at -6 dB)
+    # compared with the target within the run's own 95% interval (one run gave -14.6 dB
+    # against -15; a plan that ignored the target, e.g. bacc at N - 4, is near -6 dB)
     assert row["trials_failed"] == 0, row
     assert row["mse_db"] - row["mse_db_ci95"] <= target, row
 
