@@ -254,6 +254,11 @@ def main(argv=None):
 
             time.sleep(RANK_0_FIRST)
         return 2
+    except BrokenPipeError:
+        # whoever read stdout has gone (`analyze out.h5 | head`): end quietly as a shell tool
+        # does, and keep Python's flush at exit from raising again on the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # SIGPIPE
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ of Dedalus' ``tools/post.py``: everything is checked before the output is create
 The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
 (so memory holds one of them, not the whole job): root attributes ``config`` and ``format`` as
 the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
-(their distinct values joined by "; "), ``complete`` true only if every input is complete and
+(their distinct values joined by "; "), ``lost`` the union of the inputs' lost ranks, ``complete`` true only if every input is complete and
 every scheme of every point of the job is present. Points are written in index order with their
 global index (``point_007`` stays ``point_007``), schemes in the job's order.
 """
@@ -71,6 +71,7 @@ def _survey(paths):
     first = None
     sources = {}      # (index, scheme) -> path it is taken from
     info = {}         # path -> (complete, mpi)
+    lost = []         # every input's ``lost`` entries, each once
     for path in paths:
         with open_results(path) as f:
             text = _attr(f, "config", "")
@@ -85,6 +86,7 @@ def _survey(paths):
                                         f"{_first_difference(text, config)}; merge files of one "
                                         "job only")
             info[path] = (bool(f.attrs.get("complete", False)), _attr(f, "mpi", ""))
+            lost += [e for e in json.loads(_attr(f, "lost", "[]")) if e not in lost]
             for name, g in f.items():
                 if not (isinstance(g, h5py.Group) and name.startswith("point_")):
                     continue
@@ -108,7 +110,7 @@ def _survey(paths):
                         raise JobError("merge", f"point {index} {expected}, scheme {scheme!r} is "
                                                 f"in both {other} and {path} with different data; "
                                                 "leave one of them out")
-    return config, job, sources, info
+    return config, job, sources, info, lost
 
 
 def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
@@ -129,7 +131,7 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
         raise JobError("-o", f"{out} is a folder; give the merged file's name")
     if os.path.exists(out) and not overwrite:
         raise JobError("-o", f"{out} exists; use --overwrite to replace it")
-    config, job, sources, info = _survey(paths)
+    config, job, sources, info, lost = _survey(paths)
 
     expected = {(p.index, s) for p in job.points for s in p.config.code.schemes}
     present = set(sources)
@@ -140,6 +142,8 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
         writer = ResultWriter(out, config_toml=config, command=command, mpi=mpi,
                               overwrite=overwrite)
         with writer:
+            for e in sorted(lost, key=lambda e: (e["point"], e["trial"], e["rank"])):
+                writer.add_lost(e["rank"], e["point"], e["trial"])
             for point in job.points:
                 names = [s for s in point.config.code.schemes if (point.index, s) in present]
                 names += sorted(s for i, s in present if i == point.index and s not in names)

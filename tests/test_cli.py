@@ -1,6 +1,7 @@
 """The command line as a new user meets it: --version, help, every mistake one line and exit 2,
 and the default job on any allocation (over MPI with 4 and 8 ranks)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -67,6 +68,22 @@ def test_existing_output_is_refused_with_a_hint_and_untouched(tmp_path, monkeypa
     assert len(err.splitlines()) == 1 and "--overwrite" in err and "--resume" in err
     assert (tmp_path / "out.h5").read_bytes() == b"mine"
 
+
+
+def test_a_closed_stdout_ends_analyze_quietly(tmp_path):
+    """`analyze out.h5 | head`: the reader is gone before the table is written; the command
+    ends with 141 (128 + SIGPIPE) and no traceback. The pipe's read end is closed before the
+    command starts, so its first write fails every time."""
+    assert main(["simulate", str(JOBS / "sphere-poly.toml"), "-o", str(tmp_path / "o.h5"), "-q",
+                 "--set", "job.trials=2"]) == 0
+    for extra in ([], ["--json"]):
+        read, write = os.pipe()
+        os.close(read)
+        done = subprocess.run([sys.executable, "-m", "gcc_mpi", "analyze", "o.h5", *extra],
+                              cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+        os.close(write)
+        assert done.returncode == 141 and done.stderr == "", done.stderr
 
 def test_single_process_names_the_ranks_the_job_needs(tmp_path):
     code, out, err = launch(["run", str(JOBS / "digits-mlp.toml"), "--set", "job.trials=1",

@@ -174,9 +174,12 @@ def test_select_points_and_the_default_name_of_a_point_file(tmp_path, job_file, 
 
 
 # -- merge: everything is checked before the output exists ------------------------------------
-def write(path, config, points, complete=True, value=0.5, mpi="simulate"):
-    """A small results file: {index: params} with one scheme "gcc" of 2 trials."""
+def write(path, config, points, complete=True, value=0.5, mpi="simulate", lost=()):
+    """A small results file: {index: params} with one scheme "gcc" of 2 trials; ``lost``:
+    (rank, point, trial) of ranks that died."""
     w = ResultWriter(path, config_toml=config, command="test", mpi=mpi)
+    for rank, point, trial in lost:
+        w.add_lost(rank, point, trial)
     rows = {"trial": np.arange(2), "failed": np.zeros(2, bool), "reason": ["", ""],
             "used": np.ones((2, 3), bool), "delay": np.zeros((2, 3)),
             "arrival": np.full((2, 3), 0.01), "relacc": np.full(2, np.nan)}
@@ -241,6 +244,21 @@ def test_merge_checks_its_inputs(tmp_path):
     assert r.points[1].schemes["gcc"]["reason"].tolist() == ["", ""]
     assert r.points[2].schemes["gcc"]["used"].shape == (2, 3)
 
+
+
+def test_merge_keeps_every_input_s_lost_ranks(tmp_path):
+    a = write(tmp_path / "a.h5", CONFIG, {0: {"stragglers.count": 0}}, lost=[(5, 0, 1)])
+    b = write(tmp_path / "b.h5", CONFIG, {1: {"stragglers.count": 1}}, lost=[(3, 1, 0), (7, 1, 1)])
+    c = write(tmp_path / "c.h5", CONFIG, {2: {"stragglers.count": 2}})
+    merge([b, c, a, a], tmp_path / "out.h5")
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        lost = json.loads(f.attrs["lost"])
+    assert lost == [{"rank": 5, "worker": 4, "point": 0, "trial": 1},
+                    {"rank": 3, "worker": 2, "point": 1, "trial": 0},
+                    {"rank": 7, "worker": 6, "point": 1, "trial": 1}]
+    merge([c], tmp_path / "none.h5")
+    with h5py.File(tmp_path / "none.h5", "r") as f:
+        assert "lost" not in f.attrs
 
 def test_merge_on_the_command_line(tmp_path, capsys):
     a = write(tmp_path / "a.h5", CONFIG, {0: {"stragglers.count": 0}})
