@@ -178,6 +178,7 @@ def cmd_simulate(args):
     preflight.check_output(out, args.overwrite, getattr(args, "resume", False))
     preflight.report(job, preflight.check(job, points))
     prepared = prepare(job, points)
+    note_master_scale(prepared)
     total = len(prepared) * job.config.job.trials
     command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
     progress = Progress(total, points=len(prepared), quiet=args.quiet)
@@ -194,6 +195,18 @@ def cmd_simulate(args):
         print(format_table(summarize(read_results(out))))
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def note_master_scale(prepared):
+    """Say once when a probe's trace scales the simulated encode and decode times."""
+    from .simulate import master_scale
+
+    trace = next((s.trace for _, s in prepared if s.trace is not None), None)
+    if trace is not None and trace.master is not None:
+        print(f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
+              f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
+              f"{1e3 * trace.master / master_scale(trace):.2f} ms here ({trace.source})",
+              file=sys.stderr)
 
 
 def cmd_run(args):

@@ -10,6 +10,9 @@ Layout (format ``gcc_mpi-probe/1``; worker w is rank w + 1)::
     /compute     (T, W) float64  the worker's own time in f for that task
     /host        (W,)   str      host of each worker
     /rank        (W,)   int64    its MPI rank
+    /master      (T,)   float64  rank 0's time for a fixed reference computation
+                                 (``reference_work``) after each round, its workers around it
+                                 (absent in files of earlier versions)
 
 ``complete`` is false when the probe was stopped (SIGTERM, SIGINT) before its last round; the
 file then holds the rounds that finished.
@@ -19,6 +22,7 @@ import functools
 import json
 import os
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,8 +45,25 @@ def check_output(path, overwrite):
         raise JobError("-o", f"{path} exists; use --overwrite")
 
 
+def reference_work():
+    """Seconds that one fixed piece of rank 0's kind of work takes here: small symmetric
+    eigendecompositions and products, as in encoding and decoding. Timed on rank 0 by the probe
+    (among its workers) and by the simulator (alone), it tells the simulator how much slower
+    rank 0's encode and decode run in the probed job than in its own process: on an
+    oversubscribed node, a few times."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 40))
+    A = A @ A.T + 40 * np.eye(40)
+    B = rng.standard_normal((40, 10))
+    t0 = time.perf_counter()
+    for _ in range(5):
+        w, V = np.linalg.eigh(A)
+        B = V @ ((V.T @ B) / (w[:, None] + 1.0))
+    return time.perf_counter() - t0
+
+
 def write_probe(path, arrival, compute, hosts, ranks, *, complete, config, command, mpi,
-                master_host):
+                master_host, master=None):
     """Write a probe file whole: to ``<path>.tmp``, then renamed over ``path`` (atomic)."""
     path = os.fspath(path)
     parent = os.path.dirname(path)
@@ -59,6 +80,8 @@ def write_probe(path, arrival, compute, hosts, ranks, *, complete, config, comma
         f["compute"] = np.asarray(compute, np.float64)
         f["host"] = np.array([str(h) for h in hosts], dtype=h5py.string_dtype("utf-8"))
         f["rank"] = np.asarray(ranks, np.int64)
+        if master is not None:
+            f["master"] = np.asarray(master, np.float64)
     os.replace(tmp, path)
 
 
@@ -85,7 +108,8 @@ def read_probe(path, key=None):
                                     f"{f.attrs.get('format')!r}, expected {FORMAT!r})")
             attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
             return {"attrs": attrs, "arrival": f["arrival"][()], "compute": f["compute"][()],
-                    "host": list(f["host"].asstr()[()]), "rank": f["rank"][()]}
+                    "host": list(f["host"].asstr()[()]), "rank": f["rank"][()],
+                    "master": f["master"][()] if "master" in f else None}
     except (OSError, KeyError) as e:
         raise JobError(key, f"{path}: not a readable probe file ({e})") from None
 
@@ -122,7 +146,8 @@ def _load_array(path, key):
 @functools.lru_cache(maxsize=8)
 def _load(path, key, _stamp):
     probe = path.suffix.lower() in (".h5", ".hdf5")
-    times = np.asarray(read_probe(path, key)["arrival"] if probe else _load_array(path, key))
+    content = read_probe(path, key) if probe else {"arrival": _load_array(path, key)}
+    times = np.asarray(content["arrival"])
     if times.dtype.kind not in "iuf":
         raise JobError(key, f"{path}: delays must be numbers, got dtype {times.dtype}")
     if times.ndim != 2 or 0 in times.shape:
@@ -136,7 +161,9 @@ def _load(path, key, _stamp):
     if np.any(times < 0):
         raise JobError(key, f"{path}: delays must be >= 0 seconds, got {times.min():g}")
     base = baseline(times) if probe else None
-    return Trace(times, base, source=str(path))
+    master = content.get("master")
+    master = float(np.median(master)) if master is not None and len(master) else None
+    return Trace(times, base, source=str(path), master=master)
 
 
 def read_trace(path, key=KEY):
@@ -189,6 +216,9 @@ def summarize_probe(p, slowest=3):
                 "wait_all_p99": float(np.percentile(everyone, 99)),
                 "compute_share_p50": float(np.median(compute) / np.median(arrival))
                 if np.median(arrival) > 0 else None}
+        master = p.get("master")
+        if master is not None and len(master):
+            tail["master_reference_p50"] = float(np.median(master))
     a = p["attrs"]
     return {"format": FORMAT, "rounds": T, "workers": W, "complete": bool(a.get("complete")),
             "hosts": sorted(set(p["host"])), "pooled": pooled, "tail": tail,
@@ -224,6 +254,10 @@ def format_probe(s):
                       f"by p99: {', '.join(map(str, t['slowest_by_p99']))}",
                   f"a round that waits for every worker: p50 {_ms(t['wait_all_p50'])} ms, "
                   f"p99 {_ms(t['wait_all_p99'])} ms; f is {share} of the median task time"]
+        if "master_reference_p50" in t:
+            lines.append(f"rank 0 between rounds: {_ms(t['master_reference_p50'])} ms (p50) for "
+                         "the reference computation that scales the simulator's encode and "
+                         "decode times")
     return "\n".join(lines)
 
 

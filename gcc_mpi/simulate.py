@@ -53,10 +53,33 @@ class Block:
                    [y for y, _ in references], [why for _, why in references])
 
 
-def finish(records, ran, received, t_stop, delays):
+def master_scale(trace):
+    """How much longer rank 0's encode and decode take in a probed job than in this process: the
+    probe's median time for its reference computation (rank 0 among its workers) over this
+    process's (gcc_mpi.probe.reference_work, timed once per process). 1 without a probe's
+    measurement. On a node with a core per rank it is about 1; 32 ranks on 2 cores make it a
+    few times, which the trace of the workers' times alone does not contain."""
+    if trace is None or trace.master is None:
+        return 1.0
+    global _OWN_REFERENCE
+    if _OWN_REFERENCE is None:
+        from .probe import reference_work
+
+        _OWN_REFERENCE = float(np.median([reference_work() for _ in range(21)]))
+    return trace.master / _OWN_REFERENCE
+
+
+_OWN_REFERENCE = None
+
+
+def finish(records, ran, received, t_stop, delays, scale=1.0):
     """The fields that follow from where the trials ``ran`` stopped: ``received`` (one array
-    per trial) and ``t_stop`` (seconds); a result arrives after its worker's delay."""
+    per trial) and ``t_stop`` (seconds); a result arrives after its worker's delay. ``scale``:
+    of the encode and decode times (``master_scale``)."""
     c = records.columns
+    if scale != 1.0:
+        c["t_encode"][ran] *= scale
+        c["t_decode"][ran] *= scale
     for i, r in zip(ran, received):
         c["arrival"][i, r] = delays[i, r]
         c["used"][i, r] = True
@@ -81,7 +104,7 @@ def scheme_block(setup, name, block):
     for j, i in enumerate(ran):
         received[j], t_stop[j] = run_trial(setup, name, block, i, arrivals[j], received[j],
                                            t_stop[j], records)
-    finish(records, ran, received, t_stop, block.delays)
+    finish(records, ran, received, t_stop, block.delays, master_scale(setup.trace))
     return records
 
 

@@ -67,13 +67,19 @@ class Trace:
     ``times`` after its send, as measured; the simulator, where nothing else takes time,
     replays ``times`` whole. A plain delay file has baseline 0: its delays are injected and
     replayed as they are.
+
+    ``master`` (seconds, from a probe file) is rank 0's median time for the probe's reference
+    computation among its workers; the simulator compares it with its own time for the same
+    work (gcc_mpi.probe.reference_work) to scale its encode and decode times to the probed
+    rank 0's. None: not measured (a plain delay file, an earlier probe).
     """
 
-    def __init__(self, times, baseline=None, source=""):
+    def __init__(self, times, baseline=None, source="", master=None):
         self.times = np.asarray(times, dtype=np.float64)
         self.baseline = (np.zeros(self.times.shape[1]) if baseline is None
                          else np.asarray(baseline, dtype=np.float64))
         self.source = source
+        self.master = master
 
     @property
     def workers(self):

@@ -141,6 +141,34 @@ def test_probe_file_trace_baseline_is_the_median_per_worker(tmp_path):
     assert read_probe(tmp_path / "p.h5")["attrs"]["format"] == FORMAT
 
 
+def test_a_probed_rank_0_scales_the_simulated_encode_and_decode(tmp_path, monkeypatch):
+    """The probe's rank 0 took 4x what this process takes for the reference computation: the
+    simulator's encode and decode times are 4x its own and the latency is their sum with the
+    wait; a file without that measurement (or a plain delay file) scales nothing."""
+    import gcc_mpi.simulate as sim
+    from gcc_mpi.job import Records
+    from gcc_mpi.probe import read_trace
+
+    arrival = fake_probe(tmp_path / "old.h5")
+    write_probe(tmp_path / "p.h5", arrival, arrival / 2, ["a"] * 3, range(1, 4), complete=True,
+                config="", command="test", mpi="test", master_host="a",
+                master=np.array([0.003, 0.004, 0.009]))
+    monkeypatch.setattr(sim, "_OWN_REFERENCE", 0.001)
+    assert read_trace(tmp_path / "p.h5").master == 0.004
+    assert sim.master_scale(read_trace(tmp_path / "p.h5")) == pytest.approx(4.0)
+    assert read_trace(tmp_path / "old.h5").master is None
+    assert sim.master_scale(read_trace(tmp_path / "old.h5")) == 1.0 == sim.master_scale(None)
+    records = Records(3, [0, 1])
+    records.columns["t_encode"][:] = 0.001
+    records.columns["t_decode"][:] = 0.002
+    sim.finish(records, [0, 1], [np.array([0, 1])] * 2, np.array([0.01, 0.02]),
+               np.zeros((2, 3)), scale=4.0)
+    c = records.columns
+    assert np.allclose(c["t_encode"], 0.004) and np.allclose(c["t_decode"], 0.008)
+    assert np.allclose(c["latency"], [0.022, 0.032])
+    assert main(["analyze", str(tmp_path / "p.h5"), "--json"]) == 0
+
+
 def test_probe_is_refused_as_a_single_process(capsys):
     assert main(["probe"]) == 2
     err = capsys.readouterr().err
@@ -178,6 +206,7 @@ def test_probe_measures_known_slowness_and_the_trace_replays_it(tmp_path):
     assert code == 0, err
     p = read_probe(tmp_path / "probe.h5")
     assert p["arrival"].shape == (30, 4) and p["attrs"]["complete"]
+    assert p["master"].shape == (30,) and np.all(p["master"] > 0)  # rank 0 between rounds
     known = STEP * np.arange(2, 6)
     # a sleep is never shorter than asked (a loaded machine makes it longer), and the steps of
     # STEP between ranks order the workers

@@ -124,7 +124,7 @@ def probe_command(args):
 
 
 def probe_master(comm, MPI, args, stop, notice):
-    from ..probe import check_output, write_probe
+    from ..probe import check_output, reference_work, write_probe
     from ..progress import Progress
     from ..stopping import Stop
     from ..trial import PointSetup
@@ -156,6 +156,7 @@ def probe_master(comm, MPI, args, stop, notice):
     master = Master(comm, MPI, mpi.Waiter(MPI, mode), stop, notice, peers, host=host)
     master.open(setup, 0, 1)
     arrival = np.full((rounds, W), np.nan)
+    master_work = np.full(rounds, np.nan)
     progress = Progress(rounds, quiet=args.quiet)
     done, stopped = 0, None
     try:
@@ -165,6 +166,8 @@ def probe_master(comm, MPI, args, stop, notice):
             if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
                 Y_true = np.ones((W, setup.target.output_dim))
             arrival[t] = master.round(setup, "uncoded", 0, t, X, Y_true, delays)["arrival"]
+            # between rounds, as a run's decode: the workers wait for their next task
+            master_work[t] = reference_work()
             done = t + 1
             progress.trial_done()
         master.close()
@@ -193,7 +196,7 @@ def probe_master(comm, MPI, args, stop, notice):
     write_probe(out, arrival[:done], compute, [peers[r][1] for r in range(1, comm.size)],
                 range(1, comm.size), complete=stopped is None, config=job.to_toml(),
                 command=command, mpi=mpi.library(MPI),
-                master_host=host)
+                master_host=host, master=master_work[:done])
     if stopped is not None:
         print(f"gcc_mpi: {stopped} after {done} of {rounds} rounds; {out} holds them "
               "(complete = false)", file=sys.stderr)
