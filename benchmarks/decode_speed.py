@@ -15,8 +15,9 @@ K = 64 before "auto" existed.
 import argparse
 import time
 
+from common import point_setup  # first: it keeps BLAS single-threaded before numpy loads
+
 import numpy as np
-from common import point_setup
 
 from gcc_mpi.codes.lengthscale import LengthscaleSmoother
 from gcc_mpi.codes.smoother import KernelSmoother

@@ -21,8 +21,9 @@ from common import point_setup
 from workloads import blurred_digits
 
 from gcc_mpi.codes import make_code
+from gcc_mpi.config import load_default_job
 from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.trial import scheme_options
+from gcc_mpi.trial import PointSetup, scheme_options
 
 FIXED = [0.03, 0.1, 0.3, 1.0, 3.0]
 SCHEMES = ["gcc", "gcc-manifold"]
@@ -31,6 +32,8 @@ USER_F = f"{HERE / 'workloads.py'}"
 
 
 SHIPPED = {
+    "default R=8": ("default", ["code.workers=7"]),
+    "default R=16": ("default", ["code.workers=15"]),
     "digits-cnn S=10": ("digits-cnn", ["stragglers.count=10"]),
     "digits-mlp S=10": ("digits-mlp", ["stragglers.count=10"]),
     "latency": ("latency", []),
@@ -70,8 +73,26 @@ def setting(scheme, key, value):
     return f"code.{scheme}.{key}=" + (f'"{value}"' if isinstance(value, str) else f"{value!r}")
 
 
+def setup_of(job, sets):
+    """(PointSetup, point index) of a shipped job, or of the embedded default job ("default",
+    code.workers among the sets: as `mpiexec -n R` with R - 1 workers, K and S fitted to N)."""
+    if job != "default":
+        return point_setup(job, sets)
+    pairs = [s.split("=", 1) for s in sets]
+    workers = [int(v) for k, v in pairs if k == "code.workers"]
+    rest = [(k, json_value(v)) for k, v in pairs if k != "code.workers"]
+    loaded = load_default_job(rest, defaults={"code.workers": workers[0]})
+    p = loaded.points[0]
+    return PointSetup.build(p.config, loaded.base_dir), p.index
+
+
+def json_value(text):
+    import tomllib
+    return tomllib.loads(f"v = {text}")["v"]
+
+
 def case(name, job, sets, trials, criteria):
-    setup, _ = point_setup(job, sets)
+    setup, _ = setup_of(job, sets)
     schemes = [s for s in SCHEMES if s in setup.config.code.schemes] or ["gcc"]
     c = setup.config
     print(f"\n{name}: K = {c.data.batch}, N = {c.code.workers}, {trials} paired trials; mse [dB]")
@@ -99,8 +120,8 @@ def measure(job, sets, scheme, trials, auto=None, value="auto"):
     """(mse dB, (median lengthscale_enc, median lengthscale_dec)) of one scheme over the paired
     trials with lengthscale ``value`` (and, for "auto", the rules ``auto`` instead of the
     code's own)."""
-    setup, i = point_setup(job, [*sets, f'code.schemes=["{scheme}"]',
-                                 setting(scheme, "lengthscale", value)])
+    setup, i = setup_of(job, [*sets, f'code.schemes=["{scheme}"]',
+                              setting(scheme, "lengthscale", value)])
     if auto:
         c = setup.config
         setup.codes[scheme] = make_code(scheme, c.code.workers, c.data.batch, auto=auto,

@@ -1,6 +1,7 @@
 """Simulator throughput: trials per second per scheme on digits-mlp (K = 10, N = 40, S = 10).
 
     python benchmarks/simulator_speed.py [--trials 2000] [--repeat 3] [--schemes bacc letcc]
+                                         [--fixed-lengthscale 1.0]
 
 Two figures per scheme, each the range over ``--repeat`` runs, in wall-clock and CPU time:
 - in-process: ``simulate_job`` of a one-scheme job (inputs, f, encode, received sets, decode
@@ -10,7 +11,10 @@ Two figures per scheme, each the range over ``--repeat`` runs, in wall-clock and
 Each is measured for ``--trials`` trials and for one, back to back, and the difference taken:
 that leaves out start-up (interpreter, imports, building the point) and the first trial's
 warm-up. A round whose difference is not positive (load slowed the one-trial run more) is left
-out and counted. The last column is the median rate over the 2000 trials/s target. The machine
+out and counted. ``--fixed-lengthscale L`` adds rows "gcc l=L" (and "gcc-manifold l=L" when
+that scheme is measured): the same scheme with that fixed lengthscale instead of "auto", measured
+in the same rounds, so the cost of choosing the lengthscale is a ratio of two figures taken side
+by side. The last column is the median rate over the 2000 trials/s target. The machine
 may be shared: CPU time is the steadier figure there, wall time what a user sees.
 """
 
@@ -21,20 +25,24 @@ import sys
 import tempfile
 import time
 
+from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does, before numpy loads
+
 import numpy as np
-from common import JOBS
 
 from gcc_mpi.config import load_job
 from gcc_mpi.job import prepare
 from gcc_mpi.simulate import simulate_job
 
 TARGET = 2000.0  # trials/s per scheme (issue 7)
-SCHEMES = ["uncoded", "replication", "bacc", "letcc", "gcc"]
+SCHEMES = ["uncoded", "replication", "bacc", "letcc", "gcc", "gcc-manifold"]
 
 
-def overrides(scheme, trials):
+def overrides(row, trials):
+    """The --set overrides of a row: a scheme, or "scheme l=L" (a fixed lengthscale L)."""
+    scheme, _, fixed = row.partition(" l=")
+    extra = [f"code.{scheme}.lengthscale={fixed}"] if fixed else []
     return ["stragglers.count=10", "code.workers=40", f"job.trials={trials}",
-            f'code.schemes=["{scheme}"]']
+            f'code.schemes=["{scheme}"]', *extra]
 
 
 class NullWriter:
@@ -87,13 +95,17 @@ def main():
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--schemes", nargs="+", default=SCHEMES)
+    ap.add_argument("--fixed-lengthscale", type=float, help="add gcc rows with this lengthscale")
     args = ap.parse_args()
     T = args.trials
-    rates = {s: {k: [] for k in ("in_wall", "in_cpu", "cli_wall", "cli_cpu")} for s in args.schemes}
+    rows = list(args.schemes)
+    if args.fixed_lengthscale:
+        rows += [f"{s} l={args.fixed_lengthscale:g}" for s in ("gcc", "gcc-manifold") if s in rows]
+    rates = {s: {k: [] for k in ("in_wall", "in_cpu", "cli_wall", "cli_cpu")} for s in rows}
     startup, dropped = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):  # rounds, so that load changes hit every scheme alike
-            for s in args.schemes:
+            for s in rows:
                 for path, measure in (("in", in_process), ("cli", lambda *a: cli(*a, tmp))):
                     first = measure(s, 1)
                     whole = measure(s, T)
@@ -107,12 +119,12 @@ def main():
     print(f"digits-mlp, K = 10, N = 40, S = 10: {T} trials per run, {args.repeat} runs; "
           f"trials/s per scheme (min-max); CLI start-up and one trial {min(startup):.2f}-"
           f"{max(startup):.2f} s wall, subtracted ({dropped} differences not positive, left out)")
-    print(f"{'scheme':12s}  {'in-process wall':>15s}  {'cpu':>13s}  {'CLI wall':>13s}  "
+    print(f"{'scheme':16s}  {'in-process wall':>15s}  {'cpu':>13s}  {'CLI wall':>13s}  "
           f"{'cpu':>13s}  /{TARGET:.0f} (in-process, CLI; wall)")
     for s, r in rates.items():
         ratio_in, ratio_cli = (np.median(r[k]) / TARGET if r[k] else np.nan
                                for k in ("in_wall", "cli_wall"))
-        print(f"{s:12s}  {span(r['in_wall']):>15s}  {span(r['in_cpu'])}  {span(r['cli_wall'])}  "
+        print(f"{s:16s}  {span(r['in_wall']):>15s}  {span(r['in_cpu'])}  {span(r['cli_wall'])}  "
               f"{span(r['cli_cpu'])}  {ratio_in:.2f}, {ratio_cli:.2f}")
 
 

@@ -4,25 +4,32 @@ u(z) = sum_i c_i k(z, t_i), with c = (K + lam I)^-1 y.
 The kernel's lengthscale is a number or "auto". What "auto" means on each side is ``AUTO``, chosen
 by measurement (benchmarks/lengthscale.py, docs/science.md): a string is the criterion that picks
 the lengthscale among the candidates of lengthscale.py per fit, jointly with lambda; a number is a
-fixed multiple of the data points' spacing pi / K. The decoder chooses by exact leave-one-out.
-The encoder interpolates (lambda_enc -> 0) and cannot see f: its lengthscale is one spacing of
-the alpha points. No criterion on the inputs alone did as well: leave-one-out and the marginal
-likelihood of the inputs along alpha pick shorter lengthscales, 0.3-3 dB worse on the digits
-MLP; longer fixed multiples gain 1-4 dB for a polynomial f with gcc but lose on the digits, and
-gcc-manifold does best with one spacing on both.
+fixed multiple of the data points' spacing pi / K, at most ENC_MAX. The decoder chooses by
+exact leave-one-out, walking over the candidates from the most frequent choice (lengthscale.py).
+The encoder interpolates (lambda_enc -> 0) and cannot see f: its lengthscale is 4 spacings for
+gcc and 2 for gcc-manifold. No criterion on the inputs alone did as well (leave-one-out and the
+marginal likelihood of the inputs along alpha lose 1-12 dB on smooth f); one spacing, the earlier
+rule, loses 1.5-3 dB on polynomials, softmax and rate-vs-n; gcc-manifold's curve follows the data
+and gains less from a long one (docs/science.md has the table).
 """
 
 import numpy as np
 
 from .kernels import KERNELS, LENGTHSCALE_FREE
-from .lengthscale import LengthscaleSmoother, lengthscale_grid, spacing
+from .lengthscale import MULTIPLES, LengthscaleSmoother, spacing
 from .smoothing import WINDOWED_ABOVE, SmoothingCode
 from .windowed_lengthscale import WindowedLengthscaleSmoother
 
 
+# The encoder's "auto" lengthscale never exceeds the half-width of [-1, 1]: beyond it the fit is
+# nearly polynomial over the whole interval, and at K = 3 (the default job on 8 ranks) 4 spacings
+# (4.2) cost 3.4 dB against 1.0.
+ENC_MAX = 1.0
+
+
 class GCC(SmoothingCode):
     null_dim = 0
-    AUTO = {"enc": 1.0, "dec": "loo"}
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk"}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -39,7 +46,9 @@ class GCC(SmoothingCode):
         if self.lengthscale != "auto":
             return np.array([float(self.lengthscale)])
         rule = self.auto[side]
-        return lengthscale_grid(K) if isinstance(rule, str) else np.array([rule * spacing(K)])
+        if not isinstance(rule, str):
+            return np.array([min(rule * spacing(K), ENC_MAX)])
+        return spacing(K) * np.asarray(self.auto.get("multiples", MULTIPLES), float)
 
     # -- the hooks of SmoothingCode ----------------------------------------------------------
     def smoother(self, t, z, side):
@@ -56,7 +65,9 @@ class GCC(SmoothingCode):
         if len(self.candidates[side]) > 1 and (self.lambda_setting[side] == "auto"
                                                or not isinstance(rule, str)):
             criterion = self.auto[side]
-        return smoother.select(Y, rule, criterion)
+        if criterion is None:
+            return smoother.select(Y, rule)
+        return smoother.select(Y, rule, criterion, search_rule=self.auto["search"])
 
     def facts(self, choice, side):
         return {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}

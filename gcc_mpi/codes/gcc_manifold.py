@@ -18,6 +18,7 @@ from .manifold import manifold_alpha
 
 class ManifoldGCC(GCC):
     trial_alpha = True
+    AUTO = {**GCC.AUTO, "enc": 2.0}  # measured: docs/science.md, "Lengthscale"
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",

@@ -18,7 +18,7 @@ from functools import partial
 
 import numpy as np
 
-from .lengthscale import Choice, LengthscaleSmoother
+from .lengthscale import STRIDE, Choice, LengthscaleSmoother, search
 from .smoother import GRID, LAMBDA_FLOOR
 from .windowed import CORE, LOCAL_TOL, PAD, WindowedSmoother
 
@@ -48,35 +48,45 @@ class WindowedLengthscaleSmoother:
             self._exact = LengthscaleSmoother(self.t, self.z, self.kernel, self.lengthscales)
         return self._exact
 
-    def _sample_windows(self):
-        """(members (B, w) of the sample windows in the sorted points, core rows (c,), the
-        eigendecompositions (s, W) of their kernel matrices for every candidate (L, B, ...),
-        and each candidate's lambda scale)."""
+    def _sample_windows(self, indices):
+        """(members (B, w) of the sample windows in the sorted points, core rows (c,), and for the
+        candidates ``indices`` the eigendecompositions s (L, B, r), W (L, B, w, r) of the sample
+        windows' kernel matrices and each candidate's lambda scale (L,)); a candidate's are
+        computed when first asked for, several in one batched call."""
         if self._windows is None:
             ts = np.sort(self.t)
             n, w = len(ts), min(len(ts), CORE + 2 * PAD)
             centres = np.linspace(0, n - 1, self.sample + 2)[1:-1]  # away from the two ends
             start = np.clip(np.round(centres).astype(int) - w // 2, 0, n - w)
             idx = start[:, None] + np.arange(w)
-            T = ts[idx]
-            Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],
-                             lengthscale=self.lengthscales[:, None, None, None])  # (L, B, w, w)
-            s, W = np.linalg.eigh(Kw)
             core = np.arange(PAD, PAD + min(CORE, w - PAD)) if w > 2 * PAD else np.arange(w)
+            self._windows = idx, core, ts[idx], {}
+        idx, core, T, eig = self._windows
+        todo = [i for i in indices if i not in eig]
+        if todo:
+            Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],
+                             lengthscale=self.lengthscales[todo][:, None, None, None])  # (L, B, w, w)
+            s, W = np.linalg.eigh(Kw)
             # lambdas relative to the global smoother's largest eigenvalue, which grows with the
             # number of points: a window's times n / w (as windowed.py estimates it)
-            scale = np.maximum(s[:, :, -1].mean(axis=1) * n / w, np.finfo(float).tiny)
-            self._windows = idx, core, np.clip(s, 0.0, None), W, scale
-        return self._windows
+            scale = np.maximum(s[:, :, -1].mean(axis=1) * len(self.t) / idx.shape[1],
+                               np.finfo(float).tiny)
+            for j, i in enumerate(todo):
+                eig[i] = np.clip(s[j], 0.0, None), W[j], scale[j]
+        s, W, scale = (np.stack([eig[i][k] for i in indices]) for k in range(3))
+        return idx, core, s, W, scale
 
-    def candidates(self):
-        scale = self._sample_windows()[4]
+    def candidates(self, indices=None):
+        indices = list(range(len(self.lengthscales)) if indices is None else indices)
+        scale = self._sample_windows(indices)[4]
         return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
 
-    def scores(self, Y, lams):
-        """Leave-one-out error over the sample windows' core points for each candidate and
-        lambda in ``lams`` (L, G); inf where some sample window is not local."""
-        idx, core, s, W, _ = self._sample_windows()
+    def scores(self, Y, lams, indices=None):
+        """Leave-one-out error over the sample windows' core points for the candidates
+        ``indices`` (default: all) and the lambdas ``lams`` (one row per candidate); inf where
+        some sample window is not local."""
+        indices = list(range(len(self.lengthscales)) if indices is None else indices)
+        idx, core, s, W, _ = self._sample_windows(indices)
         order = np.argsort(self.t, kind="stable")
         Yw = np.asarray(Y, float)[order][idx]                   # (B, w, m)
         WtY = np.swapaxes(W, 2, 3) @ Yw[None]                   # (L, B, r, m)
@@ -92,24 +102,31 @@ class WindowedLengthscaleSmoother:
         loo[np.abs(H).max(axis=2) > LOCAL_TOL] = np.inf
         return loo.sum(axis=1)
 
-    def select(self, Y, rule, criterion=None):
+    def select(self, Y, rule, criterion=None, search_rule="walk"):
         """The Choice for the decode: the lengthscale with the smallest leave-one-out error on
-        the sample windows (at its best local lambda, or at the fixed lambda ``rule``), then
-        lambda by leave-one-out over all windows among the local lambdas. Only leave-one-out
-        is implemented in windows."""
+        the sample windows (at its best local lambda, or at the fixed lambda ``rule``), found
+        by ``search_rule`` (lengthscale.search), then lambda by leave-one-out over all windows
+        among the local lambdas. Only leave-one-out is implemented in windows."""
         if criterion not in (None, "loo") or (isinstance(rule, str) and rule != "loo"):
             raise ValueError("the windowed lengthscale search supports leave-one-out only, "
                              f"not {criterion or rule!r}")
         i = 0
         if len(self.lengthscales) > 1:
-            lams = self.candidates()
-            if not isinstance(rule, str):
-                lams = np.maximum(float(rule), lams[:, :1])
-            score = self.scores(Y, lams).min(axis=1)
-            if np.isinf(score).all():  # no sample window is local: the exact search decides
+            def score(indices):
+                lams = self.candidates(indices)
+                if not isinstance(rule, str):
+                    best = self.scores(Y, np.maximum(float(rule), lams[:, :1]), indices)[:, 0]
+                    return best, best
+                # coarse to fine, as LengthscaleSmoother.best_lambdas
+                near = np.argmin(self.scores(Y, lams[:, ::STRIDE], indices), axis=1) * STRIDE
+                cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
+                best = self.scores(Y, np.take_along_axis(lams, cols, axis=1), indices).min(axis=1)
+                return best, best
+
+            i, best = search(len(self.lengthscales), score, search_rule)
+            if np.isinf(best):  # no sample window is local: the exact search decides
                 choice = self.exact().select(Y, rule, criterion)
                 return Choice(choice.index, choice.lengthscale, choice.lam, exact=True)
-            i = int(np.argmin(score))
         smoother = self.smoother(i)
         lam = smoother.select(Y, rule) if not isinstance(rule, str) else smoother.loo(Y, False)
         if lam is None:  # no lambda is local for these windows: the exact search decides
