@@ -33,6 +33,15 @@ def sine_field(X):
     return np.concatenate([np.sin(P), np.cos(P)], axis=1)
 
 
+def bump_field(X):
+    """Gaussian bumps around 6 random centres of the inputs' scale R^d -> R^6: smooth and local
+    (added in session 2, for held-out workloads only)."""
+    d = X.shape[1]
+    C = _weights(51, (6, d)) / np.sqrt(d)
+    D2 = ((X[:, None, :] - C[None]) ** 2).sum(axis=2)
+    return np.exp(-D2 / (2 * 0.5**2))
+
+
 def blurred_digits(path):
     """User data: the shipped digits blurred with their four neighbours and jittered (a data
     file a user might bring: 1797 rows of 64 pixels). Written to ``path`` (.npy)."""
