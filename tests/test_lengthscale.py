@@ -11,16 +11,18 @@ import pytest
 from gcc_mpi.__main__ import main
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52
-from gcc_mpi.codes.lengthscale import LengthscaleSmoother, lengthscale_grid
+from gcc_mpi.codes.lengthscale import START, LengthscaleSmoother, lengthscale_grid, search
 from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 from gcc_mpi.config import load_job
 from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.trial import PointSetup
+from gcc_mpi.trial import PointSetup, scheme_options
 
 from pathlib import Path
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
+# 30 paired trials of digits-mlp at S = 10 (point 0 of the job with stragglers.count=10), in dB
+PINNED = {"gcc": -27.56, "gcc-manifold": -35.11}
 
 
 def dense_fit(t, z, Y, lengthscale, lam):
@@ -208,3 +210,73 @@ def test_bad_lengthscale_is_exit_2_naming_the_key(value, scheme, tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"code.{scheme}.lengthscale" in err[0]
     assert not out.exists()
+
+
+def test_walk_scores_few_candidates_and_finds_the_minimum():
+    """lengthscale.search: on a unimodal score the walk ends at its minimum, wherever it is,
+    scoring the start's three first (one call) and then one candidate per step."""
+    for best in range(6):
+        calls = []
+
+        def score(indices):
+            calls.append(list(indices))
+            sc = np.array([abs(i - best) + 1.0 for i in indices])
+            return sc, sc * 10
+
+        i, value = search(6, score)
+        assert (i, value) == (best, 10.0)
+        assert calls[0] == [START - 1, START, START + 1]
+        assert all(len(c) == 1 for c in calls[1:])
+        # one step per candidate past the first three, and one more to see the score rise again
+        past = max(0, best - START - 1) + max(0, START - 1 - best)
+        rise = best not in (START, 0, 5)
+        assert len(calls) == 1 + past + rise
+    # "grid" scores every candidate in one call; ties go to the smaller index
+    i, _ = search(6, lambda idx: (np.zeros(len(idx)), np.arange(len(idx))), "grid")
+    assert i == 0
+
+
+def test_walk_chooses_as_the_grid_on_digits():
+    """On the digits MLP (K = 10, N = 40, S = 10) the walk over the lengthscales makes the same
+    choice as scoring every candidate on nearly every trial, and is no less accurate."""
+    setup, index = _setup(1.0, '["gcc", "gcc-manifold"]')
+    for name, agree in (("gcc", 30), ("gcc-manifold", 30)):
+        same, errors = 0, {"walk": [], "grid": []}
+        c = setup.config
+        grid = make_code(name, c.code.workers, c.data.batch, auto={"search": "grid"},
+                         **scheme_options(c, name, setup.dataset))
+        for t in range(30):
+            X, Y, delays = setup.inputs(index, t)
+            walk = simulate_scheme(setup, name, X, Y, delays)
+            code = setup.codes[name]
+            setup.codes[name] = grid
+            full = simulate_scheme(setup, name, X, Y, delays)
+            setup.codes[name] = code
+            same += walk["lengthscale_dec"] == full["lengthscale_dec"]
+            errors["walk"].append(walk["nmse"])
+            errors["grid"].append(full["nmse"])
+        assert same == agree, (name, same)
+        assert np.mean(errors["walk"]) <= np.mean(errors["grid"]) * 10 ** 0.01
+
+
+@pytest.mark.parametrize("name, K, want", [("gcc", 10, 1.0), ("gcc", 32, 4 * np.pi / 32),
+                                           ("gcc", 3, 1.0), ("gcc-manifold", 10, 2 * np.pi / 10),
+                                           ("gcc-manifold", 3, 1.0)])
+def test_encoder_lengthscale_rule(name, K, want):
+    """The encoder's "auto" lengthscale: 4 spacings pi / K for gcc, 2 for gcc-manifold, at most
+    1.0 (the half-width of [-1, 1]); a number fixes it on both sides."""
+    assert make_code(name, 4 * K, K).candidates["enc"] == pytest.approx([want])
+    assert make_code(name, 4 * K, K, lengthscale=0.3).candidates["enc"] == pytest.approx([0.3])
+
+
+def test_digits_mlp_accuracy_is_pinned():
+    """The seeded nmse of 30 paired trials of jobs/digits-mlp.toml at S = 10 with the default
+    rules (measured when they were chosen; a change of the rules moves it by more than the
+    margin)."""
+    setup, index = _setup(1.0, '["gcc", "gcc-manifold"]')
+    db = {}
+    for name in ("gcc", "gcc-manifold"):
+        nmse = [simulate_scheme(setup, name, *setup.inputs(index, t))["nmse"] for t in range(30)]
+        db[name] = 10 * np.log10(np.mean(nmse))
+    assert db["gcc"] == pytest.approx(PINNED["gcc"], abs=0.05), db
+    assert db["gcc-manifold"] == pytest.approx(PINNED["gcc-manifold"], abs=0.05), db

@@ -29,7 +29,7 @@ ENC_MAX = 1.0
 
 class GCC(SmoothingCode):
     null_dim = 0
-    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk"}
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -67,7 +67,8 @@ class GCC(SmoothingCode):
             criterion = self.auto[side]
         if criterion is None:
             return smoother.select(Y, rule)
-        return smoother.select(Y, rule, criterion, search_rule=self.auto["search"])
+        return smoother.select(Y, rule, criterion, search_rule=self.auto["search"],
+                                prior=1 + self.auto["prior"] / max(len(Y), 1))
 
     def facts(self, choice, side):
         return {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}

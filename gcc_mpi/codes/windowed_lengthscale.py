@@ -102,7 +102,7 @@ class WindowedLengthscaleSmoother:
         loo[np.abs(H).max(axis=2) > LOCAL_TOL] = np.inf
         return loo.sum(axis=1)
 
-    def select(self, Y, rule, criterion=None, search_rule="walk"):
+    def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
         """The Choice for the decode: the lengthscale with the smallest leave-one-out error on
         the sample windows (at its best local lambda, or at the fixed lambda ``rule``), found
         by ``search_rule`` (lengthscale.search), then lambda by leave-one-out over all windows
@@ -123,7 +123,7 @@ class WindowedLengthscaleSmoother:
                 best = self.scores(Y, np.take_along_axis(lams, cols, axis=1), indices).min(axis=1)
                 return best, best
 
-            i, best = search(len(self.lengthscales), score, search_rule)
+            i, best = search(len(self.lengthscales), score, search_rule, prior=prior)
             if np.isinf(best):  # no sample window is local: the exact search decides
                 choice = self.exact().select(Y, rule, criterion)
                 return Choice(choice.index, choice.lengthscale, choice.lam, exact=True)
