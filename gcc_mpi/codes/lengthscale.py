@@ -133,15 +133,19 @@ class LengthscaleSmoother:
         scale = self.scale[list(indices)][:, None]
         return np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
 
-    def scores(self, Y, lams, criterion, indices=None):
+    def basis(self, Y, indices):
+        """(s (L, r), W (L, n, r), W^T Y (L, r, m)) of the lengthscales ``indices``: what every
+        criterion needs, shared by the coarse and the fine pass."""
+        self.decompose(indices)
+        s = np.stack([self.s[i] for i in indices])
+        W = np.stack([self.W[i] for i in indices])
+        return s, W, np.swapaxes(W, 1, 2) @ np.asarray(Y, float)
+
+    def scores(self, Y, lams, criterion, indices=None, basis=None):
         """The criterion (smaller is better) for the lengthscales ``indices`` (default: all) and
         the lambdas ``lams`` (one row per lengthscale)."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
-        self.decompose(indices)
-        s = np.stack([self.s[i] for i in indices])                # (L, r)
-        W = np.stack([self.W[i] for i in indices])                # (L, n, r)
-        Y = np.asarray(Y, float)
-        WtY = np.swapaxes(W, 1, 2) @ Y                            # (L, r, m)
+        s, W, WtY = basis or self.basis(Y, indices)
         inv = 1.0 / (s[:, None, :] + lams[:, :, None])            # (L, G, r)
         if criterion == "loo":
             L, G, r = inv.shape
@@ -158,19 +162,19 @@ class LengthscaleSmoother:
             yAy = np.einsum("lgr,lrm->lgm", inv, WtY**2)
             tiny = np.finfo(float).tiny
             return (0.5 * self.n * np.log(np.maximum(yAy, tiny)).sum(axis=2)
-                    - 0.5 * Y.shape[1] * np.log(inv).sum(axis=2))
+                    - 0.5 * WtY.shape[2] * np.log(inv).sum(axis=2))
         raise ValueError(f"unknown criterion {criterion!r}; choose from {', '.join(CRITERIA)}")
 
     def best_lambdas(self, Y, criterion, indices):
         """(score, lambda) of each lengthscale in ``indices`` at its best lambda of the grid,
         searched coarse to fine: every STRIDE-th lambda, then the ones around the best of those."""
         lams = self.candidates(indices)
-        coarse = lams[:, ::STRIDE]
-        score = self.scores(Y, coarse, criterion, indices)
-        near = np.array([np.argmax(sc <= sc.min() * (1 + 1e-6)) for sc in score]) * STRIDE
+        basis = self.basis(Y, indices)
+        score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
+        near = np.argmax(score <= score.min(axis=1, keepdims=True) * (1 + 1e-6), axis=1) * STRIDE
         cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
         fine = np.take_along_axis(lams, cols, axis=1)
-        score = self.scores(Y, fine, criterion, indices)
+        score = self.scores(Y, fine, criterion, indices, basis)
         best = [_smallest_near_min(fine[j], score[j]) for j in range(len(fine))]
         return score.min(axis=1), np.array(best)
 
