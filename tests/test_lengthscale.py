@@ -259,12 +259,13 @@ def test_walk_chooses_as_the_grid_on_digits():
         assert np.mean(errors["walk"]) <= np.mean(errors["grid"]) * 10 ** 0.01
 
 
-@pytest.mark.parametrize("name, K, want", [("gcc", 10, 1.0), ("gcc", 32, 4 * np.pi / 32),
-                                           ("gcc", 3, 1.0), ("gcc-manifold", 10, 2 * np.pi / 10),
-                                           ("gcc-manifold", 3, 1.0)])
+@pytest.mark.parametrize("name, K, want", [
+    ("gcc", 10, 1.0), ("gcc", 32, 4 * np.pi / 32), ("gcc", 3, np.pi / 3), ("gcc", 1, np.pi),
+    ("gcc-manifold", 10, 2 * np.pi / 10), ("gcc-manifold", 4, 1.0), ("gcc-manifold", 2, np.pi / 2)])
 def test_encoder_lengthscale_rule(name, K, want):
     """The encoder's "auto" lengthscale: 4 spacings pi / K for gcc, 2 for gcc-manifold, at most
-    1.0 (the half-width of [-1, 1]); a number fixes it on both sides."""
+    1.0 (the half-width of [-1, 1]) or one spacing where that is longer (K < 4); a number fixes
+    it on both sides."""
     assert make_code(name, 4 * K, K).candidates["enc"] == pytest.approx([want])
     assert make_code(name, 4 * K, K, lengthscale=0.3).candidates["enc"] == pytest.approx([0.3])
 

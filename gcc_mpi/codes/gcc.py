@@ -21,9 +21,10 @@ from .smoothing import WINDOWED_ABOVE, SmoothingCode
 from .windowed_lengthscale import WindowedLengthscaleSmoother
 
 
-# The encoder's "auto" lengthscale never exceeds the half-width of [-1, 1]: beyond it the fit is
-# nearly polynomial over the whole interval, and at K = 3 (the default job on 8 ranks) 4 spacings
-# (4.2) cost 3.4 dB against 1.0.
+# The encoder's "auto" lengthscale exceeds neither the half-width of [-1, 1] nor one spacing, if
+# that is longer: beyond it the fit is nearly polynomial over the whole interval, and at K = 3
+# (the default job on 8 ranks) 4 spacings (4.2) cost 3.4 dB against 1.0; at K = 1 and 2 one
+# spacing (pi, pi / 2) is what the earlier rule used; 1.0 lost 17 dB at K = 1 (4 ranks).
 ENC_MAX = 1.0
 
 
@@ -47,7 +48,7 @@ class GCC(SmoothingCode):
             return np.array([float(self.lengthscale)])
         rule = self.auto[side]
         if not isinstance(rule, str):
-            return np.array([min(rule * spacing(K), ENC_MAX)])
+            return np.array([min(rule * spacing(K), max(ENC_MAX, spacing(K)))])
         return spacing(K) * np.asarray(self.auto.get("multiples", MULTIPLES), float)
 
     # -- the hooks of SmoothingCode ----------------------------------------------------------
