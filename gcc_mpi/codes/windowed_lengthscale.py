@@ -4,9 +4,10 @@ One lengthscale and one lambda serve the whole decode. The lengthscale is chosen
 SAMPLE_BLOCKS windows spread evenly over the sorted points (core of CORE points, PAD neighbours
 each side): the exact leave-one-out error of each core point from its window's fit, summed over
 the sample, at the candidate's best lambda among those at which every sample window is local
-(windowed.py's test: the hat weight of its outermost points on its core is at most LOCAL_TOL). All candidates and
-windows go through one batched eigendecomposition, so the search costs a fraction of the decode.
-The chosen lengthscale then gets the full windowed smoother, which chooses lambda by leave-one-out
+(windowed.py's test: the hat weight of its outermost points on its core is at most LOCAL_TOL).
+The candidates are visited by the walk of lengthscale.search (the sample windows of the ones it
+reaches go through one batched eigendecomposition per step, lambda coarse to fine), so the
+search costs a fraction of the decode. The chosen lengthscale then gets the full windowed smoother, which chooses lambda by leave-one-out
 over all points among the lambdas at which its windows are local (windowed.py falls back to the
 global smoother when the best of those is the largest; here the best local one is taken: it
 measured as accurate, at a tenth of the cost: benchmarks/decode_speed.py). If no window is local
