@@ -33,7 +33,7 @@ def reference(code, received, Y):
     decode) for the sorted ``received``."""
     smoother = code.decoder(received)
     if isinstance(smoother, WindowedLengthscaleSmoother):  # gcc: at the chosen lengthscale
-        choice = smoother.select(Y, code.rule_dec)
+        choice = code.choose(smoother, Y, "dec")  # as the decode chose
         exact = LengthscaleSmoother(code.beta[received], code.alpha, code.kernel,
                                     [choice.lengthscale])
         fit = "exact" if choice.exact else smoother.smoother(choice.index).last_fit
