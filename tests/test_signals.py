@@ -142,8 +142,6 @@ def test_a_stop_that_cannot_drain_ends_with_mpi_abort_after_its_bounded_step(tmp
 
 
 @needs_mpiexec
-@pytest.mark.xfail(strict=False, reason="known race (issue 19 stays open): once the run "
-                   "ended with exit 1 but without the 'interrupted' line")
 def test_a_second_ctrl_c_aborts_at_once(tmp_path):
     """The first SIGINT starts the clean stop, which waits for rank 3's f (60 s, bounded by
     10 s); the second one does not wait: rank 0 says so and aborts (exit code 1), without

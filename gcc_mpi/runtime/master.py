@@ -56,7 +56,7 @@ import numpy as np
 
 from ..erasures import LOST, summary
 from . import protocol as P
-from .mpi import RankFailure, process_gone
+from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff, RankFailure, process_gone
 
 GRACE = 10.0         # seconds for each step of a stop (drain the round, deliver EXIT)
 BLOCK = 256          # trials of records held by the master before they go to the writer
@@ -116,6 +116,7 @@ class Master:
         self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
         self.control = None     # the persistent any-source receive of NOTICEs (``listen``)
         self.notice_row = np.zeros(P.NOTICE_SIZE)
+        self.byes = set()       # ranks whose last NOTICE (BYE, after EXIT) came
         self.dead = set()       # ranks that died (permanent stragglers)
         self.lost = []          # (rank, point, trial) of every death, in order
         self.writer = None      # the results file (``run``): its ``lost`` attribute
@@ -165,6 +166,8 @@ class Master:
         self.control.Start()
         if kind == P.NOTIFIED:
             self.peer_notices = max(self.peer_notices, int(value))
+        elif kind == P.BYE:
+            self.byes.add(int(rank))
         elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
             self.stop.signum, self.stop.since = int(value), time.monotonic()
             print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
@@ -590,8 +593,9 @@ class Master:
         return True
 
     def shutdown(self, grace=None):
-        """EXIT to every other live rank (idle ones too); True when all were delivered (within
-        ``grace`` seconds if given)."""
+        """EXIT to every other live rank (idle ones too); True when all were delivered and
+        every one's BYE came (within ``grace`` seconds if given): then no NOTICE is left
+        unreceived at MPI_Finalize (protocol)."""
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         ranks = [r for r in range(1, self.comm.size) if r not in self.dead]
         sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT), r) for r in ranks]
@@ -599,7 +603,7 @@ class Master:
         try:
             while True:
                 try:
-                    return self.waiter.all(sends, until)
+                    return self.waiter.all(sends, until) and self._farewells(ranks, until)
                 except RankFailure:  # one more died: forget its EXIT
                     buried = self._bury()
                     for i, rank in enumerate(ranks):
@@ -609,6 +613,23 @@ class Master:
                             sends[i] = self.MPI.REQUEST_NULL
         finally:
             self._unlisten()
+
+    def _farewells(self, ranks, until):
+        """Wait for the BYE of every live rank in ``ranks``; False once time.perf_counter()
+        passes ``until``. Under ULFM no rank calls MPI_Finalize, so none is awaited."""
+        control = self.control
+        if control is None or self.ft:
+            return True
+        backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
+        while not set(ranks) - self.dead <= self.byes:
+            if control.Test():
+                self._noticed()
+                backoff.reset()
+            elif until is not None and time.perf_counter() > until:
+                return False
+            else:
+                backoff.sleep()
+        return True
 
     def describe(self):
         s = self.stats

@@ -34,10 +34,14 @@ involve a dead rank complete with an error of class MPI_ERR_PROC_FAILED (Testsom
 MPI_ERR_IN_STATUS); the waiter turns it into ``RankFailure`` and the master buries the rank.
 """
 
+import fcntl
 import os
 import signal
 import socket
+import stat
+import struct
 import sys
+import termios
 import time
 import traceback
 from contextlib import contextmanager
@@ -423,18 +427,18 @@ def abort_on_error(comm):
         if comm.rank == 0:
             witness.done()
             print("gcc_mpi: interrupted", file=sys.stderr, flush=True)
-        comm.Abort(1)
+        abort(comm, 1)
     except JobError as e:
         if comm.rank == 0:
             witness.done()
             print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
-            comm.Abort(2)
+            abort(comm, 2)
         _report(comm, e)
-        comm.Abort(1)
+        abort(comm, 1)
     except BaseException as e:  # noqa: BLE001 - anything else is this rank failing
         witness.done()
         _report(comm, e)
-        comm.Abort(1)
+        abort(comm, 1)
 
 
 def _report(comm, e):
@@ -442,3 +446,46 @@ def _report(comm, e):
     head = f"gcc_mpi: {where(comm)} failed: {type(e).__name__}: {e}"
     sys.stderr.write(f"{text}{head}\n")
     sys.stderr.flush()
+
+
+DRAIN = 2.0  # seconds MPI_Abort waits at most for the launcher to read this rank's last lines
+
+
+def abort(comm, code):
+    """MPI_Abort once the launcher has read what this rank wrote. A rank's stdout and stderr
+    are pipes to the launcher (hydra's proxy, Open MPI's prted), which on MPI_Abort kills the
+    job and may never read what is still in them: the line just printed before the abort
+    ("gcc_mpi: interrupted") was missing, MPICH's own abort message with it, in 2 of 50 runs
+    of tests/test_signals.py's second Ctrl-C — each time with its 21 bytes unread in the pipe.
+    One more Ctrl-C only cuts that wait short."""
+    try:
+        drain((sys.stdout, sys.stderr), DRAIN)
+    except KeyboardInterrupt:
+        pass
+    comm.Abort(code)
+
+
+def unread(fd):
+    """Bytes written to pipe ``fd`` that its reader has not read yet (0 if it is no pipe)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return 0
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    except OSError:
+        return 0
+
+
+def drain(streams, timeout):
+    """Flush ``streams`` and wait (at most ``timeout`` s) until their pipes are read empty."""
+    fds = []
+    for stream in streams:
+        try:
+            stream.flush()
+            fds.append(stream.fileno())
+        except (OSError, ValueError):  # closed or not a file: nothing a launcher could lose
+            pass
+    until = time.monotonic() + timeout
+    backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
+    while any(unread(fd) for fd in fds) and time.monotonic() < until:
+        backoff.sleep()
+

@@ -154,6 +154,7 @@ def probe_master(comm, MPI, args, stop, notice):
 
     W, rounds = comm.size - 1, args.rounds
     master = Master(comm, MPI, mpi.Waiter(MPI, mode), stop, notice, peers, host=host)
+    master.listen()  # the workers' NOTICEs, as in a run (their BYE comes after EXIT)
     master.open(setup, 0, 1)
     arrival = np.full((rounds, W), np.nan)
     master_work = np.full(rounds, np.nan)
@@ -175,13 +176,13 @@ def probe_master(comm, MPI, args, stop, notice):
         stopped = e
         master.waiter.check = None
         if not master.abandon():
-            comm.Abort(e.code)
+            mpi.abort(comm, e.code)
     progress.close()
     witness.done()
     if not master.shutdown(GRACE):
         print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
               file=sys.stderr, flush=True)
-        comm.Abort(1)
+        mpi.abort(comm, 1)
     until = time.perf_counter() + REPORT_GRACE
     compute = np.full((done, W), np.nan)
     for r in range(1, comm.size):

@@ -33,6 +33,11 @@ worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path
           the worker got): hydra reported a dead process. Rank 0 keeps one receive (any source)
           for these always active, so a master blocked in Waitsome wakes up: Python runs signal
           handlers only between bytecodes, so rank 0 cannot see its own flags while it blocks.
+    BYE (value 0): the worker's last NOTICE, sent after EXIT. MPI delivers one sender's
+          messages on a tag in order, so once rank 0 has every BYE it has received every
+          NOTICE: none is left at MPI_Finalize, where MPICH's rank 0 would fail on it and skip
+          the barrier that the other ranks then wait in for ever (a probe stopped by SIGTERM
+          ended with exit code 9: hydra killed the hung workers when rank 0 exited 143).
 
 ``seq`` numbers the rounds of a run (one round = one scheme of one trial of one point). Up to
 ``decode.pipeline`` rounds are in flight at once, each in its own *slot* (a TASK, REPLY and
@@ -51,7 +56,7 @@ TASK, STOP, EXIT = 1.0, 2.0, 3.0         # CTRL kinds
 KIND, SEQ, TRIAL, POINT, DELAY, SENT, DIM, OUT = range(8)
 HEADER = 8                               # CTRL header length
 
-SIGNALLED, NOTIFIED = 1.0, 2.0           # NOTICE kinds
+SIGNALLED, NOTIFIED, BYE = 1.0, 2.0, 3.0  # NOTICE kinds
 N_KIND, N_RANK, N_VALUE = range(3)
 NOTICE_SIZE = 3
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .mpi import Waiter, fault_tolerant, library, resolve_wait
+from .mpi import Waiter, abort, fault_tolerant, library, resolve_wait
 
 
 def load_job_for(args, size):
@@ -113,7 +113,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
         witness.done()
         writer.close(complete=False)
         print(f"gcc_mpi: {e}", file=sys.stderr, flush=True)
-        comm.Abort(1)
+        abort(comm, 1)
     ranks = {0: (os.getpid(), MPI.Get_processor_name())} | peers
     print(f"gcc_mpi: ranks by host and pid: {pid_map(ranks)}", file=sys.stderr, flush=True)
 
@@ -139,7 +139,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
         if isinstance(e, WorkerLost) or not (master.abandon() and master.shutdown(GRACE)):
             print("gcc_mpi: the workers could not be stopped in order; ending the job with "
                   "MPI_Abort", file=sys.stderr, flush=True)
-            comm.Abort(e.code)
+            abort(comm, e.code)
         return e.code
     if not args.quiet:
         from ..analyze import format_table, summarize
@@ -155,7 +155,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     if not delivered:
         print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
               file=sys.stderr, flush=True)
-        comm.Abort(1)
+        abort(comm, 1)
     return 0
 
 

@@ -72,6 +72,8 @@ def main_worker(comm, args, stop=None, timer=None, notice=None):
     Waiter(MPI, "polite", check=check).all([comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE, check=check)
     Worker(comm, MPI, waiter, targets, shared_clock=same_node).serve()
+    if check is not None:
+        check.bye()
     if timer is not None:
         timer.report(comm, waiter)
     return 0
@@ -91,6 +93,13 @@ class Announcer:
         row = np.array([kind, self.comm.rank, value], dtype=np.float64)
         self.rows.append(row)  # the buffer lives as long as its send
         self.sends.append(self.comm.Isend(row, dest=0, tag=P.NOTICE))
+
+    def bye(self):
+        """After EXIT: the last NOTICE (BYE, see protocol); no NOTICE follows it."""
+        self.told_signal, self.told_notices = True, float("inf")
+        self._tell(P.BYE, 0)
+        for request in self.sends:  # small: sent at once (rank 0 waits for the BYE anyway)
+            request.Wait()
 
     def __call__(self):
         stop, notice = self.stop, self.notice
