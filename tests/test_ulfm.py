@@ -1,8 +1,8 @@
 """Open MPI: ULFM fault tolerance (a killed worker is a permanent straggler), stops and resumes,
 and the Waitsome gather with its control receive.
 
-The ULFM tests need Open MPI (`mpiexec --with-ft ulfm`); under MPICH they are skipped with that
-reason, and .ci/run's Open MPI stage runs them (MPICH's own fault path, hydra's
+The ULFM tests need Open MPI (`mpiexec --with-ft ulfm`): marked ``ulfm``, the MPICH environment
+deselects them (tests/conftest.py) and .ci/run's Open MPI stage runs them (MPICH's own fault path, hydra's
 -disable-auto-cleanup, is tested in test_faults.py). The signal and Waitsome tests run under
 either MPI. Deaths are provoked inside f (tests/test_faults.py's SLOW_F: at a given call of f) or
 from outside once the results file shows the run under way; nothing waits a fixed time.
@@ -16,15 +16,14 @@ import signal
 import numpy as np
 import pytest
 
-from mpirun import KEEP_GOING, MPI_NAME, OPENMPI, Launch, needs_mpiexec, run
+from mpirun import KEEP_GOING, MPI_NAME, Launch, needs_mpiexec, run
 from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, trials_in, write
 
 from gcc_mpi.erasures import LOST
 from gcc_mpi.results import read_results
 from gcc_mpi.runtime.mpi import FT_ENV, fault_tolerant, flavour, library
 
-needs_ulfm = pytest.mark.skipif(not OPENMPI, reason="ULFM needs Open MPI (mpiexec --with-ft "
-                                "ulfm); .ci/run's Open MPI stage runs these tests")
+needs_ulfm = pytest.mark.ulfm  # deselected under MPICH (tests/conftest.py)
 
 # K = 3, N = 6 (7 ranks): lcc of degree 2 needs (K - 1) * 2 + 1 = 5 results, so it survives one
 # dead worker and not two; uncoded needs workers 0..2
