@@ -199,14 +199,13 @@ def cmd_simulate(args):
 
 def note_master_scale(prepared):
     """Say once when a probe's trace scales the simulated encode and decode times."""
-    from .simulate import master_scale
+    from .simulate import master_scale, own_reference
 
     trace = next((s.trace for _, s in prepared if s.trace is not None), None)
     if trace is not None and trace.master is not None:
         print(f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
               f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
-              f"{1e3 * trace.master / master_scale(trace):.2f} ms here ({trace.source})",
-              file=sys.stderr)
+              f"{1e3 * own_reference():.2f} ms here ({trace.source})", file=sys.stderr)
 
 
 def cmd_run(args):

@@ -12,9 +12,10 @@ of Dedalus' ``tools/post.py``: everything is checked before the output is create
 The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
 (so memory holds one of them, not the whole job): root attributes ``config`` and ``format`` as
 the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
-(their distinct values joined by "; "), ``lost`` the union of the inputs' lost ranks, ``complete`` true only if every input is complete and
-every scheme of every point of the job is present. Points are written in index order with their
-global index (``point_007`` stays ``point_007``), schemes in the job's order.
+(their distinct values joined by "; "), ``lost`` the union of the inputs' lost ranks,
+``complete`` true only if every input is complete and every scheme of every point of the job is
+present. Points are written in index order with their global index (``point_007`` stays
+``point_007``), schemes in the job's order.
 """
 
 import json

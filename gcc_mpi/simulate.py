@@ -16,6 +16,7 @@ to the file, and it is committed, at least every FLUSH_SECONDS, so a long run ca
 a killed one keeps its trials.
 """
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -56,20 +57,20 @@ class Block:
 def master_scale(trace):
     """How much longer rank 0's encode and decode take in a probed job than in this process: the
     probe's median time for its reference computation (rank 0 among its workers) over this
-    process's (gcc_mpi.probe.reference_work, timed once per process). 1 without a probe's
-    measurement. On a node with a core per rank it is about 1; 32 ranks on 2 cores make it a
-    few times, which the trace of the workers' times alone does not contain."""
+    process's (``own_reference``). 1 without a probe's measurement. On a node with a core per
+    rank it is about 1; 32 ranks on 2 cores make it a few times, which the trace of the
+    workers' times alone does not contain."""
     if trace is None or trace.master is None:
         return 1.0
-    global _OWN_REFERENCE
-    if _OWN_REFERENCE is None:
-        from .probe import reference_work
-
-        _OWN_REFERENCE = float(np.median([reference_work() for _ in range(21)]))
-    return trace.master / _OWN_REFERENCE
+    return trace.master / own_reference()
 
 
-_OWN_REFERENCE = None
+@functools.cache
+def own_reference():
+    """This process's median time for gcc_mpi.probe.reference_work, timed once."""
+    from .probe import reference_work
+
+    return float(np.median([reference_work() for _ in range(21)]))
 
 
 def finish(records, ran, received, t_stop, delays, scale=1.0):

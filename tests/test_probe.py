@@ -155,7 +155,7 @@ def test_a_probed_rank_0_scales_the_simulated_encode_and_decode(tmp_path, monkey
     write_probe(tmp_path / "p.h5", arrival, arrival / 2, ["a"] * 3, range(1, 4), complete=True,
                 config="", command="test", mpi="test", master_host="a",
                 master=np.array([0.003, 0.004, 0.009]))
-    monkeypatch.setattr(sim, "_OWN_REFERENCE", 0.001)
+    monkeypatch.setattr(sim, "own_reference", lambda: 0.001)
     assert read_trace(tmp_path / "p.h5").master == 0.004
     assert sim.master_scale(read_trace(tmp_path / "p.h5")) == pytest.approx(4.0)
     assert read_trace(tmp_path / "old.h5").master is None
