@@ -77,6 +77,17 @@ def assert_same_results(a, b):
                     (name, key)
 
 
+def assert_resume_equals_a_whole_run(tmp_path, sets, ranks=5):
+    """``run slow.toml --resume`` of the stopped cut.h5 completes it, and it then equals a whole
+    run of the same job (full.h5)."""
+    code, _, err = run(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path,
+                       ranks=ranks)
+    assert code == 0, err
+    code, _, err = run(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=ranks)
+    assert code == 0, err
+    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+
+
 # rank 0's witness names the rank that died first — or, when hydra killed the others before
 # the witness woke up (1 of 3 runs on a loaded machine), every rank whose end it saw at once
 WITNESS = (r"gcc_mpi: (?:rank (\d+) \(worker \d+\) died first and the job ended with it|(rank 0) "
@@ -364,11 +375,7 @@ def test_sigterm_to_mpiexec_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert not cut.complete
     assert_consistent(cut, at_most=23)
     assert trials_in(tmp_path / "cut.h5") >= 1
-    code, _, err = run(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path, ranks=5)
-    assert code == 0, err
-    code, _, err = run(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
-    assert code == 0, err
-    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+    assert_resume_equals_a_whole_run(tmp_path, sets)
 
 
 @needs_mpiexec

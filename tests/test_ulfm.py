@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from mpirun import KEEP_GOING, MPI_NAME, Launch, needs_mpiexec, run
-from test_faults import SLOW, SLOW_F, assert_consistent, assert_same_results, trials_in, write
+from test_faults import (SLOW, SLOW_F, assert_consistent, assert_resume_equals_a_whole_run,
+                         trials_in, write)
 
 from gcc_mpi.erasures import LOST
 from gcc_mpi.results import read_results
@@ -198,11 +199,7 @@ def test_sigterm_to_rank_0_alone_stops_cleanly_and_resume_equals_an_uninterrupte
                      err), err
     cut = read_results(tmp_path / "cut.h5")
     assert not cut.complete and 3 <= trials_in(tmp_path / "cut.h5") < 30
-    code, _, err = run(["run", "slow.toml", "-o", "cut.h5", "--resume", *sets], tmp_path, ranks=5)
-    assert code == 0, err
-    code, _, err = run(["run", "slow.toml", "-o", "full.h5", *sets], tmp_path, ranks=5)
-    assert code == 0, err
-    assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
+    assert_resume_equals_a_whole_run(tmp_path, sets)
 
 
 @needs_mpiexec
