@@ -423,23 +423,32 @@ def test_a_bad_job_on_9_ranks_exits_2_with_one_line(tmp_path, sets, line):
 
 
 # -- the simulator: the same stops and resumes ---------------------------------------------
-def test_simulate_sigint_then_resume_equals_an_uninterrupted_run(tmp_path):
+SLOW_SIMULATE = ["--set", "job.trials=200", "--set", "code.workers=6"]
+
+
+def start_slow_simulate(tmp_path):
+    """``simulate slow.toml`` of 200 trials (f sleeps 2 ms a call), once f has been called 100
+    times: the launch, for a signal while trials run."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    sets = ["--set", "job.trials=200", "--set", "code.workers=6"]
-    job = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *sets], tmp_path,
+    job = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *SLOW_SIMULATE], tmp_path,
                  env={"SLOW": "0.002"})
     job.wait_for(lambda: lines(tmp_path / "calls.log") >= 100, "100 calls of f")
+    return job
+
+
+def test_simulate_sigint_then_resume_equals_an_uninterrupted_run(tmp_path):
+    job = start_slow_simulate(tmp_path)
     job.signal(signal.SIGINT)
     code, _, err = job.wait()
     assert code == 130, err
     assert "stopped by SIGINT" in err and "--resume continues" in err
     assert not read_results(tmp_path / "cut.h5").complete
     assert 0 < trials_in(tmp_path / "cut.h5") < 200
-    code, _, err = run(["simulate", "slow.toml", "-o", "cut.h5", "--resume", "-q", *sets],
-                       tmp_path)
+    code, _, err = run(["simulate", "slow.toml", "-o", "cut.h5", "--resume", "-q",
+                        *SLOW_SIMULATE], tmp_path)
     assert code == 0, err
     assert main(["simulate", str(tmp_path / "slow.toml"), "-o", str(tmp_path / "full.h5"),
-                 "-q", *sets]) == 0
+                 "-q", *SLOW_SIMULATE]) == 0
     assert_same_results(read_results(tmp_path / "cut.h5"), read_results(tmp_path / "full.h5"))
 
 

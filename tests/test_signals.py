@@ -13,7 +13,8 @@ import signal
 
 import pytest
 from mpirun import Launch, needs_mpiexec
-from test_faults import SLOW, SLOW_F, assert_consistent, lines, trials_in, witnessed, write
+from test_faults import (SLOW, SLOW_F, assert_consistent, lines, start_slow_simulate, trials_in,
+                         witnessed, write)
 
 from gcc_mpi.results import read_results
 
@@ -89,11 +90,7 @@ def test_sigterm_to_rank_0_alone_stops_every_rank_cleanly(tmp_path):
 
 
 def test_sigterm_to_simulate_is_a_clean_stop_with_exit_code_143(tmp_path):
-    write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    sets = ["--set", "job.trials=200", "--set", "code.workers=6"]
-    job = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *sets], tmp_path,
-                 env={"SLOW": "0.002"})
-    job.wait_for(lambda: lines(tmp_path / "calls.log") >= 100, "100 calls of f")
+    job = start_slow_simulate(tmp_path)
     job.signal(signal.SIGTERM)
     code, _, err = job.wait()
     assert code == 143, err
@@ -123,15 +120,21 @@ STUCK = SLOW.replace('"slow.py:f"', '"stuck.py:f"').replace(
     'schemes = ["uncoded", "bacc", "gcc"]', 'schemes = ["uncoded"]')  # uncoded needs rank 3
 
 
+def start_stuck_run(tmp_path):
+    """The stuck job on 5 ranks, once rank 3 is inside its f: (the launch, rank 0's pid)."""
+    write(tmp_path, stuck_py=STUCK_F, stuck_toml=STUCK)
+    job = Launch(["run", "stuck.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: lines(tmp_path / "stuck.log") >= 1, "rank 3 inside f")
+    return job, rank0
+
+
 @needs_mpiexec
 def test_a_stop_that_cannot_drain_ends_with_mpi_abort_after_its_bounded_step(tmp_path):
     """SIGTERM while rank 3 is inside an f that takes 60 s: rank 0 closes the file, STOPs
     the round and waits for its replies at most 10 s (GRACE), then ends the job with
     MPI_Abort and the stop's exit code — long before f would have returned."""
-    write(tmp_path, stuck_py=STUCK_F, stuck_toml=STUCK)
-    job = Launch(["run", "stuck.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
-    rank0 = rank0_pid(job)
-    job.wait_for(lambda: lines(tmp_path / "stuck.log") >= 1, "rank 3 inside f")
+    job, rank0 = start_stuck_run(tmp_path)
     os.kill(rank0, signal.SIGTERM)
     code, _, err = job.wait()
     assert code == 143, err
@@ -146,10 +149,7 @@ def test_a_second_ctrl_c_aborts_at_once(tmp_path):
     """The first SIGINT starts the clean stop, which waits for rank 3's f (60 s, bounded by
     10 s); the second one does not wait: rank 0 says so and aborts (exit code 1), without
     the message that ends a stop whose grace ran out."""
-    write(tmp_path, stuck_py=STUCK_F, stuck_toml=STUCK)
-    job = Launch(["run", "stuck.toml", "-o", "cut.h5", "-q"], tmp_path, ranks=5)
-    rank0 = rank0_pid(job)
-    job.wait_for(lambda: lines(tmp_path / "stuck.log") >= 1, "rank 3 inside f")
+    job, rank0 = start_stuck_run(tmp_path)
     os.kill(rank0, signal.SIGINT)
     job.wait_for(lambda: "stopped by SIGINT" in job.err(), "the first stop's message")
     os.kill(rank0, signal.SIGINT)
