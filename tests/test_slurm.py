@@ -92,6 +92,9 @@ def env_for(tmp_path, **extra):
     """The environment sbatch passes to the jobs: this python, output in tmp_path/results."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "GCC_MPI_", "PMI_", "OMPI_"))}
+    # this python's bin folder first, as an activated venv has it: a job whose GCC_MPI_PYTHON
+    # is a wrapper script finds the mpiexec installed beside this python on PATH
+    env["PATH"] = os.pathsep.join([os.path.dirname(PY), env.get("PATH", os.defpath)])
     env.update({"GCC_MPI_PYTHON": PY, "GCC_MPI_OUT": str(tmp_path / "results"), **extra})
     return env
 
