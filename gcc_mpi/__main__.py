@@ -20,7 +20,7 @@ from . import __version__
 from .errors import JobError
 
 
-# seconds a rank other than 0 waits before it exits on an error that every rank finds
+# seconds a rank other than 0 waits before it exits on an error that rank 0 reports
 RANK_0_FIRST = 5.0
 
 
@@ -249,29 +249,38 @@ def main(argv=None):
             "-h", "--help", "--version")
         args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
         args.argv, args.prog = list(argv), invoked_as()
-        return {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
+        code = {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
                 "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe,
                 "plan": cmd_plan}[args.command](args)
     except JobError as e:
         from .runtime.mpi import launcher_rank
 
-        rank = launcher_rank()
-        if not rank:  # under mpiexec, one line from rank 0 rather than one per rank
+        if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
             print(f"gcc_mpi: error: {e}", file=sys.stderr)
-        elif "OMPI_COMM_WORLD_SIZE" in os.environ:
-            # the other ranks found the same problem; Open MPI's mpiexec ends every rank as
-            # soon as the first one exits non-zero, so they let rank 0 say it first (its exit
-            # ends this wait; hydra lets every rank finish, so under MPICH none waits)
-            import time
-
-            time.sleep(RANK_0_FIRST)
-        return 2
+        code = 2
     except BrokenPipeError:
         # whoever read stdout has gone (`analyze out.h5 | head`): end quietly as a shell tool
         # does, and keep Python's flush at exit from raising again on the closed pipe
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13  # SIGPIPE
+    if code == 2:
+        let_rank_0_speak_first()
+    return code
 
+
+def let_rank_0_speak_first():
+    """A rank other than 0 that refuses the job before the ranks form one MPI job (a bad job
+    file, a launch it cannot run) found what rank 0 reports in one line. Open MPI's mpiexec ends
+    every rank as soon as the first one exits non-zero, so under Open MPI the others wait for
+    rank 0 to say it (rank 0's exit ends the wait); hydra lets every rank finish, so under MPICH
+    none waits. Within one MPI job rank 0 reports before it tells the others, so they go at
+    once (a wait would hold rank 0 in MPI_Finalize)."""
+    from .runtime.mpi import in_multi_rank_job, launcher_rank
+
+    if launcher_rank() and "OMPI_COMM_WORLD_SIZE" in os.environ and not in_multi_rank_job():
+        import time
+
+        time.sleep(RANK_0_FIRST)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -73,6 +73,14 @@ def launcher_rank():
     return None
 
 
+def in_multi_rank_job():
+    """MPI is initialised (not finalised) and its world has more than one rank; without
+    importing mpi4py when nothing has."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    return (MPI is not None and MPI.Is_initialized() and not MPI.Is_finalized()
+            and MPI.COMM_WORLD.Get_size() > 1)
+
+
 def launcher_size():
     """The number of ranks as the launcher's environment says (None without a launcher)."""
     for var in _SIZE_VARS:
