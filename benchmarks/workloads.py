@@ -54,3 +54,31 @@ def blurred_digits(path):
     B[:, :, :-1] += X[:, :, 1:]
     B = B / 5 + 0.02 * np.random.default_rng(41).standard_normal(B.shape)
     np.save(path, B.reshape(len(B), -1))
+
+
+def relu_sigmoid(X):
+    """A random three-layer ReLU network with sigmoid outputs R^d -> R^4 (added in session 3,
+    for held-out workloads only: piecewise linear inside, saturating outside)."""
+    d = X.shape[1]
+    H = np.maximum(X @ _weights(61, (d, 48)) * (3.0 / np.sqrt(d)), 0.0)
+    H = np.maximum(H @ _weights(62, (48, 24)) / np.sqrt(48) - 0.2, 0.0)
+    return 1.0 / (1.0 + np.exp(-(H @ _weights(63, (24, 4)) / np.sqrt(24))))
+
+
+def cosine_product(X):
+    """Products of cosines of random projections R^d -> R^3 (session 3, held out only)."""
+    d = X.shape[1]
+    P = 2.0 * X @ _weights(71, (d, 6)) / np.sqrt(d)
+    C = np.cos(P)
+    return np.stack([C[:, 0] * C[:, 1], C[:, 2] * C[:, 3], C[:, 4] * C[:, 5]], axis=1)
+
+
+def trefoil(path):
+    """User data: 2000 points of a trefoil knot, randomly rotated into R^24 with a little noise
+    (a manifold none of the data sources has; session 3, held out only). Written to ``path``."""
+    rng = np.random.default_rng(81)
+    t = rng.uniform(0, 2 * np.pi, 2000)
+    C = np.stack([np.sin(t) + 2 * np.sin(2 * t), np.cos(t) - 2 * np.cos(2 * t), -np.sin(3 * t)], 1)
+    Q, _ = np.linalg.qr(rng.standard_normal((24, 24)))
+    X = C / 3 @ Q[:3] + 0.01 * rng.standard_normal((2000, 24))
+    np.save(path, X)

@@ -10,7 +10,9 @@ The encoder interpolates (lambda_enc -> 0) and cannot see f: its lengthscale is 
 gcc and 2 for gcc-manifold. No criterion on the inputs alone did as well (leave-one-out and the
 marginal likelihood of the inputs along alpha pick short ones and lose 5-16 dB on polynomials);
 one spacing, the earlier rule, loses 1-8 dB on polynomials and softmax, and gains 0.3-2.3 dB on
-ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/science.md).
+ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/science.md),
+doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
+evaluates f on pilot trials was tried and not kept: its choices were within its own noise.
 """
 
 import numpy as np
@@ -31,6 +33,7 @@ ENC_MAX = 1.0
 class GCC(SmoothingCode):
     null_dim = 0
     AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
+    ENC_MAX = ENC_MAX
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -48,7 +51,7 @@ class GCC(SmoothingCode):
             return np.array([float(self.lengthscale)])
         rule = self.auto[side]
         if not isinstance(rule, str):
-            return np.array([min(rule * spacing(K), max(ENC_MAX, spacing(K)))])
+            return np.array([min(rule * spacing(K), max(self.ENC_MAX, spacing(K)))])
         return spacing(K) * np.asarray(self.auto.get("multiples", MULTIPLES), float)
 
     # -- the hooks of SmoothingCode ----------------------------------------------------------
