@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR, _smallest_near_min
+from .smoother import GRID, LAMBDA_FLOOR
 
 # Candidates as multiples of the data points' spacing pi / K: from half a spacing (the fit
 # reverts to zero between points) to 16 (a nearly polynomial fit across the interval).
@@ -32,6 +32,12 @@ CRITERIA = ("loo", "gcv", "ml")
 # (every 4th lambda of the grid: one per decade).
 START = 1
 STRIDE = 4
+
+
+def _first_near_min(score, rtol=1e-6):
+    """Per row, the first column whose score is within ``rtol`` of the row's minimum (as
+    smoother._smallest_near_min: the least smoothing wins a near tie)."""
+    return np.argmax(score <= score.min(axis=1, keepdims=True) * (1 + rtol), axis=1)
 
 
 def spacing(K):
@@ -101,7 +107,7 @@ class LengthscaleSmoother:
         self.t, self.z, self.kernel, self.n = t, np.asarray(z, float), kernel, len(t)
         self.lengthscales = np.atleast_1d(np.asarray(lengthscales, float))
         L = len(self.lengthscales)
-        self.s, self.W = [None] * L, [None] * L
+        self.s, self.W, self.WT, self.W2T = [None] * L, [None] * L, [None] * L, [None] * L
         self.scale = np.ones(L)  # each candidate's largest eigenvalue, once decomposed
 
     def decompose(self, indices):
@@ -115,6 +121,9 @@ class LengthscaleSmoother:
         s = np.clip(s, 0.0, None)
         for j, i in enumerate(todo):
             self.s[i], self.W[i] = s[j], W[j]
+            # W^T and its squares, laid out for the leave-one-out scores (rows contiguous)
+            self.WT[i] = np.ascontiguousarray(W[j].T)
+            self.W2T[i] = self.WT[i] ** 2
             top = s[j, -1] if self.n else 0.0
             self.scale[i] = top if top > 0 else 1.0
 
@@ -134,26 +143,33 @@ class LengthscaleSmoother:
         return np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
 
     def basis(self, Y, indices):
-        """(s (L, r), W (L, n, r), W^T Y (L, r, m)) of the lengthscales ``indices``: what every
-        criterion needs, shared by the coarse and the fine pass."""
+        """(s (L, r), W (L, n, r), W^T Y (L, r, m), W^T (L, r, n), (W^T)**2) of the lengthscales
+        ``indices``: what every criterion needs, shared by the coarse and the fine pass."""
         self.decompose(indices)
         s = np.stack([self.s[i] for i in indices])
         W = np.stack([self.W[i] for i in indices])
-        return s, W, np.swapaxes(W, 1, 2) @ np.asarray(Y, float)
+        WT = np.stack([self.WT[i] for i in indices])
+        YtW = np.asarray(Y, float).T @ W                          # (L, m, r), rows contiguous
+        return s, W, np.swapaxes(YtW, 1, 2), WT, np.stack([self.W2T[i] for i in indices])
 
     def scores(self, Y, lams, criterion, indices=None, basis=None):
         """The criterion (smaller is better) for the lengthscales ``indices`` (default: all) and
         the lambdas ``lams`` (one row per lengthscale)."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
-        s, W, WtY = basis or self.basis(Y, indices)
-        inv = 1.0 / (s[:, None, :] + lams[:, :, None])            # (L, G, r)
+        s, W, WtY, WT, W2T = basis or self.basis(Y, indices)
         if criterion == "loo":
+            # sum_i |c_i|^2 / (K + lam)^-1_ii^2 with c = W diag(1 / (s + lam)) W^T y for all L
+            # lengthscales, G lambdas and m outputs in one product, the r eigenvectors innermost
+            # (numpy's broadcasting is fastest along long contiguous rows)
+            inv = 1.0 / (s[:, None, :] + lams[:, :, None])        # (L, G, r)
             L, G, r = inv.shape
-            # coefficients c for every lambda in one product per lengthscale: (L, n, G * m)
-            scaled = np.swapaxes(inv, 1, 2)[..., None] * WtY[:, :, None, :]
-            C = (W @ scaled.reshape(L, r, -1)).reshape(L, self.n, G, -1)
-            h = inv @ np.swapaxes(W**2, 1, 2)                       # (K + lam)^-1_ii (L, G, n)
-            return np.einsum("lngm,lgn->lg", C**2, 1.0 / h**2)
+            m = WtY.shape[2]
+            scaled = np.swapaxes(WtY, 1, 2)[:, :, None, :] * inv[:, None]  # (L, m, G, r)
+            C = (scaled.reshape(L, m * G, r) @ WT).reshape(L, m, G, -1)    # c: (L, m, G, n)
+            h = inv @ W2T                                         # (K + lam)^-1_ii (L, G, n)
+            h *= h
+            return (np.einsum("lmgn,lmgn->lgn", C, C) / h).sum(axis=2)
+        inv = 1.0 / (s[:, None, :] + lams[:, :, None])            # (L, G, r)
         if criterion == "gcv":
             e = np.sum(WtY**2, axis=2)                            # (L, r)
             f = lams[:, :, None] * inv                            # eigenvalues of I - H
@@ -171,12 +187,11 @@ class LengthscaleSmoother:
         lams = self.candidates(indices)
         basis = self.basis(Y, indices)
         score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
-        near = np.argmax(score <= score.min(axis=1, keepdims=True) * (1 + 1e-6), axis=1) * STRIDE
+        near = _first_near_min(score) * STRIDE
         cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
         fine = np.take_along_axis(lams, cols, axis=1)
         score = self.scores(Y, fine, criterion, indices, basis)
-        best = [_smallest_near_min(fine[j], score[j]) for j in range(len(fine))]
-        return score.min(axis=1), np.array(best)
+        return score.min(axis=1), fine[np.arange(len(fine)), _first_near_min(score)]
 
     def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
         """The Choice for data Y (n x m). With an automatic lambda (``rule`` "loo" or "gcv") the

@@ -62,6 +62,9 @@ class _Windows:
             s, self.W = np.linalg.eigh(self.Kw)
         self.s = np.clip(s, 0.0, None)  # (B, r)
         self.Wc = self._core_rows(self.W)  # (B, c, r)
+        # the core rows transposed, and squared, for the leave-one-out sums (rows contiguous)
+        self.WcT = np.ascontiguousarray(np.swapaxes(self.Wc, 1, 2))  # (B, r, c)
+        self.Wc2T = self.WcT**2
         self._edge_hat()
         # outermost window points, where they are not the ends of the data
         real = self.core_mask[:, :, None] & np.stack([start > 0, start + w < n], axis=1)[:, None]
@@ -105,14 +108,30 @@ class _Windows:
         C = self.Wc @ (inv[:, :, :, None] * Wy[:, :, None, :]).reshape(B, r, -1)
         return C.reshape(B, -1, len(lams), m), self.Wc**2 @ inv
 
+    def loo(self, Ys, lams):
+        """sum_i |c_i / h_i|^2 over the core points for each lambda (G,): core_fits' leave-one-out
+        error, in one product whose innermost axis is the window's r eigenvectors."""
+        Yw = Ys[self.idx]                                      # (B, w, m)
+        Wy = np.swapaxes(Yw, 1, 2) @ self.W                    # (W^T y)^T (B, m, r)
+        inv = 1.0 / (self.s[:, None, :] + lams[:, None])       # (B, G, r)
+        B, m, r = Wy.shape
+        G = len(lams)
+        C = ((Wy[:, :, None, :] * inv[:, None]).reshape(B, m * G, r) @ self.WcT).reshape(B, m, G, -1)
+        h = inv @ self.Wc2T                                    # (B, G, c)
+        h *= h
+        loo = np.einsum("bmgc,bmgc->bgc", C, C) / h
+        return np.einsum("bgc,bc->g", loo, self.core_mask.astype(float))
+
     def evaluate(self, which, z, Ys, lam, kernel, ts):
-        """u(z) from window ``which[k]`` for each point z[k]."""
-        W, s, Yw = self.W[which], self.s[which], Ys[self.idx[which]]
-        coef = W @ ((np.swapaxes(W, 1, 2) @ Yw) / (s + lam)[:, :, None])  # c (k, w, m)
-        u = np.einsum("kw,kwm->km", kernel(z[:, None], ts[self.idx[which]]), coef)
+        """u(z) from window ``which[k]`` for each point z[k]; each window's coefficients are
+        computed once, however many of the points it evaluates."""
+        used, slot = np.unique(which, return_inverse=True)
+        W, s, Yw = self.W[used], self.s[used], Ys[self.idx[used]]
+        coef = W @ ((np.swapaxes(W, 1, 2) @ Yw) / (s + lam)[:, :, None])  # c (windows, w, m)
+        u = np.einsum("kw,kwm->km", kernel(z[:, None], ts[self.idx[which]]), coef[slot])
         if self.q:  # null-space part d = null_coef (y - K c)
-            d = self.null_coef[which] @ (Yw - self.Kw[which] @ coef)
-            u += np.einsum("kq,kqm->km", z[:, None] ** np.arange(self.q), d)
+            d = self.null_coef[used] @ (Yw - self.Kw[used] @ coef)
+            u += np.einsum("kq,kqm->km", z[:, None] ** np.arange(self.q), d[slot])
         return u
 
 
@@ -208,20 +227,25 @@ class WindowedSmoother:
             hh = hh + (h * mask).sum(axis=(0, 1))
         return loo, cc, hh
 
+    def _loo(self, Y, lams):
+        """Over all core points, per lambda: sum_i |c_i / h_i|^2 (the first of _sums)."""
+        Ys = np.asarray(Y, float)[self.order]
+        return sum(g.loo(Ys, lams) for g in self.groups)
+
     def loo(self, Y, fallback=True):
         """Exact leave-one-out over the local lambdas, as KernelSmoother.loo, window by window.
         ``fallback=False``: the best local lambda even where the optimum may lie beyond them
         (None if no lambda is local)."""
         lams = self._local_candidates()
         if not fallback:
-            return _smallest_near_min(lams, self._sums(Y, lams)[0]) if len(lams) else None
-        best = self._choose(lams, self._sums(Y, lams)[0]) if len(lams) else None
+            return _smallest_near_min(lams, self._loo(Y, lams)) if len(lams) else None
+        best = self._choose(lams, self._loo(Y, lams)) if len(lams) else None
         return self._fallback().loo(Y) if best is None else best
 
     def loo_score(self, Y):
         """The smallest leave-one-out error over the local lambdas (inf if there are none)."""
         lams = self._local_candidates()
-        return float(self._sums(Y, lams)[0].min()) if len(lams) else np.inf
+        return float(self._loo(Y, lams).min()) if len(lams) else np.inf
 
     def gcv(self, Y):
         """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam sum h)."""

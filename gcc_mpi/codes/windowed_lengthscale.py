@@ -34,7 +34,7 @@ class WindowedLengthscaleSmoother:
         self.t, self.z = np.asarray(t, float), np.asarray(z, float)
         self.kernel, self.lengthscales = kernel, np.atleast_1d(np.asarray(lengthscales, float))
         self.sample = sample
-        self._full, self._windows, self._exact = {}, None, None
+        self._full, self._windows, self._exact, self._last_Y = {}, None, None, None
 
     def smoother(self, i):
         """The full windowed smoother of candidate i."""
@@ -52,8 +52,10 @@ class WindowedLengthscaleSmoother:
     def _sample_windows(self, indices):
         """(members (B, w) of the sample windows in the sorted points, core rows (c,), and for the
         candidates ``indices`` the eigendecompositions s (L, B, r), W (L, B, w, r) of the sample
-        windows' kernel matrices and each candidate's lambda scale (L,)); a candidate's are
-        computed when first asked for, several in one batched call."""
+        windows' kernel matrices, each candidate's lambda scale (L,), and what the scores reuse:
+        the core rows of W transposed, W_c^T (L, B, r, c), their squares, and the products of
+        core and outermost rows (L, B, 2c, r)); a candidate's are computed when first asked for,
+        several in one batched call."""
         if self._windows is None:
             ts = np.sort(self.t)
             n, w = len(ts), min(len(ts), CORE + 2 * PAD)
@@ -72,33 +74,44 @@ class WindowedLengthscaleSmoother:
             # number of points: a window's times n / w (as windowed.py estimates it)
             scale = np.maximum(s[:, :, -1].mean(axis=1) * len(self.t) / idx.shape[1],
                                np.finfo(float).tiny)
+            Wc = W[:, :, core]                                  # (L, B, c, r)
+            WcT = np.ascontiguousarray(np.swapaxes(Wc, 2, 3))
+            terms = (Wc[:, :, :, None] * W[:, :, None, [0, -1]]).reshape(*Wc.shape[:2], -1, W.shape[3])
             for j, i in enumerate(todo):
-                eig[i] = np.clip(s[j], 0.0, None), W[j], scale[j]
-        s, W, scale = (np.stack([eig[i][k] for i in indices]) for k in range(3))
-        return idx, core, s, W, scale
+                eig[i] = np.clip(s[j], 0.0, None), W[j], scale[j], WcT[j], WcT[j] ** 2, terms[j]
+        return (idx, core) + (tuple(np.stack([eig[i][k] for i in indices]) for k in range(6))
+                              if len(indices) else ())
 
     def candidates(self, indices=None):
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         scale = self._sample_windows(indices)[4]
         return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
 
+    def _sorted_windows(self, Y):
+        """Y's rows of the sample windows (B, w, m), transposed (B, m, w); kept for the last Y
+        (the walk scores one Y many times)."""
+        if self._last_Y is None or self._last_Y[0] is not Y:
+            order = np.argsort(self.t, kind="stable")
+            Yw = np.asarray(Y, float)[order][self._sample_windows([])[0]]
+            self._last_Y = (Y, np.ascontiguousarray(np.swapaxes(Yw, 1, 2)))
+        return self._last_Y[1]
+
     def scores(self, Y, lams, indices=None):
         """Leave-one-out error over the sample windows' core points for the candidates
         ``indices`` (default: all) and the lambdas ``lams`` (one row per candidate); inf where
         some sample window is not local."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
-        idx, core, s, W, _ = self._sample_windows(indices)
-        order = np.argsort(self.t, kind="stable")
-        Yw = np.asarray(Y, float)[order][idx]                   # (B, w, m)
-        WtY = np.swapaxes(W, 2, 3) @ Yw[None]                   # (L, B, r, m)
+        idx, core, s, W, _, WcT, Wc2T, terms = self._sample_windows(indices)
+        Wy = self._sorted_windows(Y)[None] @ W                  # (W^T y)^T (L, B, m, r)
         inv = 1.0 / (s[:, :, None, :] + lams[:, None, :, None])  # (L, B, G, r)
-        Wc = W[:, :, core]                                      # (L, B, c, r)
         L, B, G, r = inv.shape
-        scaled = (inv[..., None] * WtY[:, :, None]).transpose(0, 1, 3, 2, 4).reshape(L, B, r, -1)
-        C = (Wc @ scaled).reshape(L, B, len(core), G, -1)      # core coefficients c
-        h = Wc**2 @ np.swapaxes(inv, 2, 3)                      # (K + lam)^-1_ii (L, B, c, G)
-        loo = np.sum((C / h[..., None]) ** 2, axis=(2, 4))      # (L, B, G)
-        terms = (Wc[:, :, :, None] * W[:, :, None, [0, -1]]).reshape(L, B, -1, r)
+        m = Wy.shape[2]
+        # core coefficients c for every lambda and output in one product, r innermost
+        scaled = (Wy[:, :, :, None, :] * inv[:, :, None]).reshape(L, B, m * G, r)
+        C = (scaled @ WcT).reshape(L, B, m, G, -1)             # (L, B, m, G, c)
+        h = inv @ Wc2T                                          # (K + lam)^-1_ii (L, B, G, c)
+        h *= h
+        loo = (np.einsum("lbmgc,lbmgc->lbgc", C, C) / h).sum(axis=3)  # (L, B, G)
         H = terms @ np.swapaxes(s[:, :, None] * inv, 2, 3)      # hat weights (L, B, 2c, G)
         loo[np.abs(H).max(axis=2) > LOCAL_TOL] = np.inf
         return loo.sum(axis=1)
