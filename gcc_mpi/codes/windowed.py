@@ -89,7 +89,11 @@ class _Windows:
     def locality(self, lams):
         """Largest |H_ij| of an outermost point j on a core point i, per window and lambda (B, G)."""
         keep = self.s[:, :, None] / (self.s[:, :, None] + lams)  # (B, r, G)
-        H = np.abs(self.edge_terms @ keep + self.edge_null[:, :, None]) * self.edge_real[:, :, None]
+        H = self.edge_terms @ keep
+        if self.q:
+            H += self.edge_null[:, :, None]
+        np.abs(H, out=H)
+        H *= self.edge_real[:, :, None]
         return H.max(axis=1)
 
     def take(self, keep):

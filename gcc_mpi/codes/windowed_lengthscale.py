@@ -35,6 +35,7 @@ class WindowedLengthscaleSmoother:
         self.kernel, self.lengthscales = kernel, np.atleast_1d(np.asarray(lengthscales, float))
         self.sample = sample
         self._full, self._windows, self._exact, self._last_Y = {}, None, None, None
+        self._stacked = None  # (indices, arrays) of the last _sample_windows call
 
     def smoother(self, i):
         """The full windowed smoother of candidate i."""
@@ -77,22 +78,27 @@ class WindowedLengthscaleSmoother:
             Wc = W[:, :, core]                                  # (L, B, c, r)
             WcT = np.ascontiguousarray(np.swapaxes(Wc, 2, 3))
             terms = (Wc[:, :, :, None] * W[:, :, None, [0, -1]]).reshape(*Wc.shape[:2], -1, W.shape[3])
+            batch = np.clip(s, 0.0, None), W, scale, WcT, WcT**2, terms
             for j, i in enumerate(todo):
-                eig[i] = np.clip(s[j], 0.0, None), W[j], scale[j], WcT[j], WcT[j] ** 2, terms[j]
-        return (idx, core) + (tuple(np.stack([eig[i][k] for i in indices]) for k in range(6))
-                              if len(indices) else ())
+                eig[i] = tuple(a[j] for a in batch)
+            self._stacked = tuple(todo), batch
+        # the walk asks for the same candidates several times in a row: stacked once
+        if self._stacked is None or self._stacked[0] != tuple(indices):
+            self._stacked = tuple(indices), (tuple(np.stack([eig[i][k] for i in indices])
+                                                   for k in range(6)) if len(indices) else ())
+        return (idx, core) + self._stacked[1]
 
     def candidates(self, indices=None):
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         scale = self._sample_windows(indices)[4]
         return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
 
-    def _sorted_windows(self, Y):
-        """Y's rows of the sample windows (B, w, m), transposed (B, m, w); kept for the last Y
-        (the walk scores one Y many times)."""
+    def _sorted_windows(self, Y, idx):
+        """Y's rows of the sample windows ``idx`` (B, w, m), transposed (B, m, w); kept for the
+        last Y (the walk scores one Y many times)."""
         if self._last_Y is None or self._last_Y[0] is not Y:
             order = np.argsort(self.t, kind="stable")
-            Yw = np.asarray(Y, float)[order][self._sample_windows([])[0]]
+            Yw = np.asarray(Y, float)[order][idx]
             self._last_Y = (Y, np.ascontiguousarray(np.swapaxes(Yw, 1, 2)))
         return self._last_Y[1]
 
@@ -102,7 +108,7 @@ class WindowedLengthscaleSmoother:
         some sample window is not local."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         idx, core, s, W, _, WcT, Wc2T, terms = self._sample_windows(indices)
-        Wy = self._sorted_windows(Y)[None] @ W                  # (W^T y)^T (L, B, m, r)
+        Wy = self._sorted_windows(Y, idx)[None] @ W                  # (W^T y)^T (L, B, m, r)
         inv = 1.0 / (s[:, :, None, :] + lams[:, None, :, None])  # (L, B, G, r)
         L, B, G, r = inv.shape
         m = Wy.shape[2]
@@ -124,7 +130,7 @@ class WindowedLengthscaleSmoother:
         if criterion not in (None, "loo") or (isinstance(rule, str) and rule != "loo"):
             raise ValueError("the windowed lengthscale search supports leave-one-out only, "
                              f"not {criterion or rule!r}")
-        i = 0
+        i, self._last_Y = 0, None  # a new Y (it may be the last one's array, changed)
         if len(self.lengthscales) > 1:
             def score(indices):
                 lams = self.candidates(indices)
