@@ -16,17 +16,25 @@ that scheme is measured): the same scheme with that fixed lengthscale instead of
 in the same rounds, so the cost of choosing the lengthscale is a ratio of two figures taken side
 by side. The last column is the median rate over the 2000 trials/s target. The machine
 may be shared: CPU time is the steadier figure there, wall time what a user sees.
+
+``--against DIR`` adds a row "... @against" per row: the same measurements with gcc_mpi from
+another checkout (PYTHONPATH=DIR; in-process in a child process), in the same rounds, and checks
+that the two CLI runs recorded the same results (every field of the HDF5 file but the times).
 """
 
 import argparse
+import json
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does, before numpy loads
 
+import h5py
 import numpy as np
 
 from gcc_mpi.config import load_job
@@ -70,20 +78,43 @@ def in_process(scheme, trials):
     return time.perf_counter() - w0, time.process_time() - c0
 
 
+def in_child(scheme, trials, path):
+    """in_process in a fresh process with gcc_mpi from ``path``."""
+    out = subprocess.run([sys.executable, __file__, "--child", scheme, str(trials)], check=True,
+                         env=dict(os.environ, PYTHONPATH=str(path)), capture_output=True, text=True)
+    return tuple(json.loads(out.stdout))
+
+
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
 
-def cli(scheme, trials, tmp):
-    """(wall, cpu) seconds of the whole `simulate` command for one scheme, start-up included."""
+def cli(scheme, trials, tmp, path=None, out="out.h5"):
+    """(wall, cpu) seconds of the whole `simulate` command for one scheme, start-up included;
+    gcc_mpi from ``path`` if given."""
     cmd = [sys.executable, "-m", "gcc_mpi", "simulate", str(JOBS / "digits-mlp.toml"),
-           "-o", f"{tmp}/out.h5", "--overwrite", "-q"]
+           "-o", f"{tmp}/{out}", "--overwrite", "-q"]
     for s in overrides(scheme, trials):
         cmd += ["--set", s]
+    env = dict(os.environ, PYTHONPATH=str(path)) if path else None
     w0, c0 = time.perf_counter(), children_cpu()
-    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+    # run from tmp: `python -m` would import a gcc_mpi in the working directory first
+    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL, env=env, cwd=tmp)
     return time.perf_counter() - w0, children_cpu() - c0
+
+
+def same_results(a, b):
+    """Whether two output files hold the same records, times aside (they differ run to run)."""
+    with h5py.File(a) as fa, h5py.File(b) as fb:
+        names = []
+        fa.visit(names.append)
+        for name in names:
+            if isinstance(fa[name], h5py.Dataset) and not name.rsplit("/", 1)[-1].startswith(
+                    ("t_", "latency")):
+                if name not in fb or not np.array_equal(fa[name][()], fb[name][()], equal_nan=True):
+                    return False
+    return True
 
 
 def span(rates):
@@ -96,29 +127,49 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--schemes", nargs="+", default=SCHEMES)
     ap.add_argument("--fixed-lengthscale", type=float, help="add gcc rows with this lengthscale")
+    ap.add_argument("--against", metavar="DIR", help="add rows with gcc_mpi from this checkout")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # in_process for --against
     args = ap.parse_args()
+    if args.child:
+        print(json.dumps(in_process(args.child[0], int(args.child[1]))))
+        return
     T = args.trials
     rows = list(args.schemes)
     if args.fixed_lengthscale:
         rows += [f"{s} l={args.fixed_lengthscale:g}" for s in ("gcc", "gcc-manifold") if s in rows]
-    rates = {s: {k: [] for k in ("in_wall", "in_cpu", "cli_wall", "cli_cpu")} for s in rows}
-    startup, dropped = [], 0
+    other = Path(args.against).resolve() if args.against else None
+    sides = [(s, None) for s in rows] + ([(s, other) for s in rows] if other else [])
+    name = {(s, path): s + (" @against" if path else "") for s, path in sides}
+    rates = {name[k]: {c: [] for c in ("in_wall", "in_cpu", "cli_wall", "cli_cpu")} for k in sides}
+    startup, dropped, differ = [], 0, set()
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):  # rounds, so that load changes hit every scheme alike
             for s in rows:
-                for path, measure in (("in", in_process), ("cli", lambda *a: cli(*a, tmp))):
-                    first = measure(s, 1)
-                    whole = measure(s, T)
-                    if path == "cli":
-                        startup.append(first[0])
-                    for clock, total, one in zip(("wall", "cpu"), whole, first):
-                        if total > one:
-                            rates[s][f"{path}_{clock}"].append((T - 1) / (total - one))
-                        else:
-                            dropped += 1
+                for path in (None, other) if other else (None,):
+                    run_in = (lambda *a: in_child(*a, path)) if path else in_process
+                    out = "against.h5" if path else "out.h5"
+                    for where, measure in (("in", run_in),
+                                           ("cli", lambda *a: cli(*a, tmp, path, out))):
+                        first = measure(s, 1)
+                        whole = measure(s, T)
+                        if where == "cli":
+                            startup.append(first[0])
+                        for clock, total, one in zip(("wall", "cpu"), whole, first):
+                            if total > one:
+                                rates[name[s, path]][f"{where}_{clock}"].append(
+                                    (T - 1) / (total - one))
+                            else:
+                                dropped += 1
+                if other and not same_results(f"{tmp}/out.h5", f"{tmp}/against.h5"):
+                    differ.add(s)
     print(f"digits-mlp, K = 10, N = 40, S = 10: {T} trials per run, {args.repeat} runs; "
           f"trials/s per scheme (min-max); CLI start-up and one trial {min(startup):.2f}-"
-          f"{max(startup):.2f} s wall, subtracted ({dropped} differences not positive, left out)")
+          f"{max(startup):.2f} s wall, subtracted ({dropped} differences not positive, left out); "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+    if other:
+        print(f"@against: gcc_mpi from {args.against}; the two CLI runs recorded the same results "
+              f"for {len(rows) - len(differ)} of {len(rows)} rows"
+              + (f" (NOT: {', '.join(sorted(differ))})" if differ else ""))
     print(f"{'scheme':16s}  {'in-process wall':>15s}  {'cpu':>13s}  {'CLI wall':>13s}  "
           f"{'cpu':>13s}  /{TARGET:.0f} (in-process, CLI; wall)")
     for s, r in rates.items():

@@ -32,6 +32,7 @@ CRITERIA = ("loo", "gcv", "ml")
 # (every 4th lambda of the grid: one per decade).
 START = 1
 STRIDE = 4
+FINE = np.arange(-STRIDE + 1, STRIDE)  # the fine pass: the lambdas around the coarse best
 
 
 def _first_near_min(score, rtol=1e-6):
@@ -109,6 +110,7 @@ class LengthscaleSmoother:
         L = len(self.lengthscales)
         self.s, self.W, self.WT, self.W2T = [None] * L, [None] * L, [None] * L, [None] * L
         self.scale = np.ones(L)  # each candidate's largest eigenvalue, once decomposed
+        self._stacked = (), ()
 
     def decompose(self, indices):
         """Eigendecompositions K_l = W_l diag(s_l) W_l^T of the candidates ``indices`` not made yet."""
@@ -119,13 +121,24 @@ class LengthscaleSmoother:
         K = self.kernel(self.t[None, :, None], self.t[None, None, :], lengthscale=ls[:, None, None])
         s, W = np.linalg.eigh(K)
         s = np.clip(s, 0.0, None)
+        # W^T and its squares, laid out for the leave-one-out scores (rows contiguous)
+        WT = np.ascontiguousarray(np.swapaxes(W, 1, 2))
+        batch = s, W, WT, WT**2
         for j, i in enumerate(todo):
-            self.s[i], self.W[i] = s[j], W[j]
-            # W^T and its squares, laid out for the leave-one-out scores (rows contiguous)
-            self.WT[i] = np.ascontiguousarray(W[j].T)
-            self.W2T[i] = self.WT[i] ** 2
+            self.s[i], self.W[i], self.WT[i], self.W2T[i] = (a[j] for a in batch)
             top = s[j, -1] if self.n else 0.0
             self.scale[i] = top if top > 0 else 1.0
+        self._stacked = tuple(todo), batch
+
+    def stacked(self, indices):
+        """(s (L, r), W (L, n, r), W^T (L, r, n), (W^T)**2) of the candidates ``indices``; the
+        walk scores the same candidates several times in a row, so the last ones are kept."""
+        indices = tuple(indices)
+        self.decompose(indices)
+        if self._stacked[0] != indices:
+            self._stacked = indices, tuple(np.stack([a[i] for i in indices])
+                                           for a in (self.s, self.W, self.WT, self.W2T))
+        return self._stacked[1]
 
     def effective_lambda(self, lam, i):
         self.decompose([i])
@@ -145,12 +158,9 @@ class LengthscaleSmoother:
     def basis(self, Y, indices):
         """(s (L, r), W (L, n, r), W^T Y (L, r, m), W^T (L, r, n), (W^T)**2) of the lengthscales
         ``indices``: what every criterion needs, shared by the coarse and the fine pass."""
-        self.decompose(indices)
-        s = np.stack([self.s[i] for i in indices])
-        W = np.stack([self.W[i] for i in indices])
-        WT = np.stack([self.WT[i] for i in indices])
+        s, W, WT, W2T = self.stacked(indices)
         YtW = np.asarray(Y, float).T @ W                          # (L, m, r), rows contiguous
-        return s, W, np.swapaxes(YtW, 1, 2), WT, np.stack([self.W2T[i] for i in indices])
+        return s, W, np.swapaxes(YtW, 1, 2), WT, W2T
 
     def scores(self, Y, lams, criterion, indices=None, basis=None):
         """The criterion (smaller is better) for the lengthscales ``indices`` (default: all) and
@@ -184,14 +194,15 @@ class LengthscaleSmoother:
     def best_lambdas(self, Y, criterion, indices):
         """(score, lambda) of each lengthscale in ``indices`` at its best lambda of the grid,
         searched coarse to fine: every STRIDE-th lambda, then the ones around the best of those."""
-        lams = self.candidates(indices)
         basis = self.basis(Y, indices)
+        lams = self.candidates(indices)
         score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
         near = _first_near_min(score) * STRIDE
-        cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
-        fine = np.take_along_axis(lams, cols, axis=1)
+        cols = np.minimum(np.maximum(near[:, None] + FINE, 0), lams.shape[1] - 1)
+        rows = np.arange(len(lams))
+        fine = lams[rows[:, None], cols]
         score = self.scores(Y, fine, criterion, indices, basis)
-        return score.min(axis=1), fine[np.arange(len(fine)), _first_near_min(score)]
+        return score.min(axis=1), fine[rows, _first_near_min(score)]
 
     def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
         """The Choice for data Y (n x m). With an automatic lambda (``rule`` "loo" or "gcv") the
