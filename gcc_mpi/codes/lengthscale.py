@@ -211,6 +211,8 @@ class LengthscaleSmoother:
         ``search_rule``: "walk" or "grid" (see ``search``)."""
         Y = np.asarray(Y, float)
         criterion = criterion or (rule if isinstance(rule, str) else "loo")
+        if len(self.lengthscales) == 1 and not isinstance(rule, str) and criterion in CRITERIA:
+            return self.fixed(0, rule)  # nothing to choose (an encoder's every trial): no score
 
         def score(indices):
             if isinstance(rule, str):
