@@ -120,7 +120,8 @@ class _Windows:
         inv = 1.0 / (self.s[:, None, :] + lams[:, None])       # (B, G, r)
         B, m, r = Wy.shape
         G = len(lams)
-        C = ((Wy[:, :, None, :] * inv[:, None]).reshape(B, m * G, r) @ self.WcT).reshape(B, m, G, -1)
+        scaled = (Wy[:, :, None, :] * inv[:, None]).reshape(B, m * G, r)
+        C = (scaled @ self.WcT).reshape(B, m, G, -1)           # core coefficients (B, m, G, c)
         h = inv @ self.Wc2T                                    # (B, G, c)
         h *= h
         loo = np.einsum("bmgc,bmgc->bgc", C, C) / h

@@ -77,7 +77,8 @@ class WindowedLengthscaleSmoother:
                                np.finfo(float).tiny)
             Wc = W[:, :, core]                                  # (L, B, c, r)
             WcT = np.ascontiguousarray(np.swapaxes(Wc, 2, 3))
-            terms = (Wc[:, :, :, None] * W[:, :, None, [0, -1]]).reshape(*Wc.shape[:2], -1, W.shape[3])
+            terms = Wc[:, :, :, None] * W[:, :, None, [0, -1]]  # (L, B, c, 2, r)
+            terms = terms.reshape(*Wc.shape[:2], -1, W.shape[3])
             batch = np.clip(s, 0.0, None), W, scale, WcT, WcT**2, terms
             for j, i in enumerate(todo):
                 eig[i] = tuple(a[j] for a in batch)
@@ -108,7 +109,7 @@ class WindowedLengthscaleSmoother:
         some sample window is not local."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         idx, core, s, W, _, WcT, Wc2T, terms = self._sample_windows(indices)
-        Wy = self._sorted_windows(Y, idx)[None] @ W                  # (W^T y)^T (L, B, m, r)
+        Wy = self._sorted_windows(Y, idx)[None] @ W             # (W^T y)^T (L, B, m, r)
         inv = 1.0 / (s[:, :, None, :] + lams[:, None, :, None])  # (L, B, G, r)
         L, B, G, r = inv.shape
         m = Wy.shape[2]
