@@ -1,6 +1,6 @@
 """Decoding time at large N: N = 1024 workers, K = 64 inputs, m = 10 outputs, 900 results.
 
-    python benchmarks/decode_speed.py [--calls 20] [--against DIR [--rounds 3]]
+    python benchmarks/decode_speed.py [--calls 20] [--against DIR]
 
 Each call decodes a new random received set (so no cached decoder is reused) of digits-MLP
 results, including the automatic choice of lambda (the first decode of a code is reported
@@ -12,21 +12,21 @@ one (N x K) @ (K x d) product per trial. gcc runs twice: with its default length
 (chosen per decode with lambda, on sample windows: windowed_lengthscale.py) and with a fixed
 0.1, the best fixed value at K = 64 before "auto" existed.
 
-``--against DIR`` times the same decodes (same received sets) with gcc_mpi from another checkout
-(PYTHONPATH=DIR), in turn with this one's, ``--rounds`` times each in a fresh process, and prints
-both sides' figures, their ratio and whether the two decoded the same bits with the same choices.
+``--against DIR`` decodes the same received sets with gcc_mpi from another checkout too, imported
+next to this one in the same process, the two alternating call by call (so that the load of a
+shared machine hits both alike), and prints both sides' figures, their ratio and whether the two
+decoded the same bits with the same choices.
 """
 
 import argparse
-import hashlib
-import json
+import importlib
+import importlib.util
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import point_setup  # first: it keeps BLAS single-threaded before numpy loads
+from common import JOBS, point_setup  # first: it keeps BLAS single-threaded before numpy loads
 
 import numpy as np
 
@@ -75,14 +75,12 @@ def measure(calls):
         first = rng.permutation(N)[:RECEIVED]  # once per code: sizes the windows (not timed below)
         _, t_first = timed(lambda: code.decode(first, Y_all[first]))
         times, cpu, paths, diffs, errs, global_times, chosen = [], 0.0, {}, [], [], [], {}
-        digest = hashlib.sha256()
         for _ in range(calls):
             received = rng.permutation(N)[:RECEIVED]
             c0 = time.process_time()
             (Y_hat, info), t = timed(lambda: code.decode(received, Y_all[received]))
             cpu += time.process_time() - c0
             times.append(t)
-            digest.update(Y_hat.tobytes() + repr(sorted(info.items())).encode())
             errs.append(np.sum((Y_hat - Y_true) ** 2) / np.sum(Y_true**2))
             order = np.sort(received)
             t0 = time.perf_counter()
@@ -98,7 +96,7 @@ def measure(calls):
         rows[label] = {
             "p50": 1e3 * np.median(times), "p90": 1e3 * np.quantile(times, 0.9),
             "cpu": 1e3 * cpu / calls, "first": 1e3 * t_first, "encode": 1e3 * t_enc,
-            "nmse": 10 * np.log10(np.mean(errs)), "digest": digest.hexdigest(),
+            "nmse": 10 * np.log10(np.mean(errs)),
             "global": 1e3 * np.median(global_times) if global_times else None,
             "diff": 10 * np.log10(np.mean(diffs) + 1e-300) if diffs else None,
             "paths": paths, "chosen": chosen}
@@ -118,42 +116,64 @@ def show(label, r):
     print(line)
 
 
+def load_checkout(path):
+    """The gcc_mpi package of another checkout, imported as gcc_mpi_against next to this one."""
+    root = Path(path).resolve() / "gcc_mpi"
+    spec = importlib.util.spec_from_file_location("gcc_mpi_against", root / "__init__.py",
+                                                  submodule_search_locations=[str(root)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gcc_mpi_against"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def against(args):
-    """Rounds of this checkout and DIR in turn, each in a fresh process; the figures side by side."""
-    sides = {"this": str(Path(__file__).resolve().parent.parent), "against": args.against}
-    got = {side: [] for side in sides}
-    for _ in range(args.rounds):
-        for side, path in sides.items():
-            env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
-            out = subprocess.run([sys.executable, __file__, "--calls", str(args.calls), "--json"],
-                                 env=env, check=True, capture_output=True, text=True).stdout
-            got[side].append(json.loads(out))
-    print(f"this checkout against {args.against}: {args.rounds} rounds in turn; per row the median "
-          "over rounds of the p50 wall and of the mean CPU per decode, ms")
-    for label in got["this"][0]:
-        fig = {side: {k: np.median([r[label][k] for r in rounds]) for k in ("p50", "cpu")}
-               for side, rounds in got.items()}
-        same = all(r[label]["digest"] == got["this"][0][label]["digest"]
-                   for rounds in got.values() for r in rounds)
-        print(f"  {label:38s} this {fig['this']['p50']:6.2f} (cpu {fig['this']['cpu']:6.2f})   "
-              f"against {fig['against']['p50']:6.2f} (cpu {fig['against']['cpu']:6.2f})   "
-              f"against / this: cpu {fig['against']['cpu'] / fig['this']['cpu']:.2f}   "
-              f"same choices and bits: {'yes' if same else 'NO'}")
+    """Every row decoded by this checkout and by DIR's, call by call in turn."""
+    load_checkout(args.against)
+    other_config = importlib.import_module("gcc_mpi_against.config")
+    other_trial = importlib.import_module("gcc_mpi_against.trial")
+    print(f"N = {N}, K = {K}, m = 10 (digits MLP), {RECEIVED} results; this checkout against "
+          f"{args.against}, {args.calls} decodes each, in turn; p50 wall and mean CPU per decode, "
+          f"ms; load average {os.getloadavg()[0]:.1f}")
+    for name, extra in SCHEMES:
+        overrides = [f"code.workers={N}", f"data.batch={K}", f'code.schemes=["{name}"]'] + extra
+        setup, i = point_setup("digits-mlp", overrides)
+        job = other_config.load_job(JOBS / "digits-mlp.toml", overrides)
+        other = other_trial.PointSetup.build(job.points[0].config, job.base_dir)
+        codes = {"this": setup.codes[name], "against": other.codes[name]}
+        X, _, _ = setup.inputs(i, 0)
+        Y_all = setup.target(codes["this"].encode(X)[0])
+        rng = np.random.default_rng(0)
+        first = rng.permutation(N)[:RECEIVED]
+        for code in codes.values():  # sizes the windows, not timed
+            code.decode(first, Y_all[first])
+        wall, cpu, same = {s: [] for s in codes}, {s: 0.0 for s in codes}, 0
+        for k in range(args.calls):
+            received = rng.permutation(N)[:RECEIVED]
+            out = {}
+            for side in sorted(codes, reverse=k % 2 == 1):
+                c0 = time.process_time()
+                out[side], t = timed(lambda: codes[side].decode(received, Y_all[received]))
+                cpu[side] += time.process_time() - c0
+                wall[side].append(t)
+            same += (np.array_equal(out["this"][0], out["against"][0])
+                     and out["this"][1] == out["against"][1])
+        fig = {s: (1e3 * np.median(wall[s]), 1e3 * cpu[s] / args.calls) for s in codes}
+        label = name + (" " + " ".join(extra) if extra else "")
+        print(f"  {label:38s} this {fig['this'][0]:6.2f} (cpu {fig['this'][1]:6.2f})   against "
+              f"{fig['against'][0]:6.2f} (cpu {fig['against'][1]:6.2f})   against / this: cpu "
+              f"{fig['against'][1] / fig['this'][1]:.2f}   same choices and bits: "
+              f"{same} of {args.calls}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--against", metavar="DIR", help="another checkout to time in turn with this")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a round of --against
     args = ap.parse_args()
     if args.against:
         return against(args)
     rows = measure(args.calls)
-    if args.json:
-        print(json.dumps(rows))
-        return
     print(f"N = {N}, K = {K}, m = 10 (digits MLP), {RECEIVED} results; ms per decode incl. lambda; "
           f"load average {os.getloadavg()[0]:.1f}")
     for label, r in rows.items():
