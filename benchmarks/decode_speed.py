@@ -1,6 +1,6 @@
 """Decoding time at large N: N = 1024 workers, K = 64 inputs, m = 10 outputs, 900 results.
 
-    python benchmarks/decode_speed.py [--calls 20] [--against DIR]
+    python benchmarks/decode_speed.py [--calls 20] [--against DIR | --profile]
 
 Each call decodes a new random received set (so no cached decoder is reused) of digits-MLP
 results, including the automatic choice of lambda (the first decode of a code is reported
@@ -15,7 +15,11 @@ one (N x K) @ (K x d) product per trial. gcc runs twice: with its default length
 ``--against DIR`` decodes the same received sets with gcc_mpi from another checkout too, imported
 next to this one in the same process, the two alternating call by call (so that the load of a
 shared machine hits both alike), and prints both sides' figures, their ratio and whether the two
-decoded the same bits with the same choices.
+decoded the same bits with the same choices. ``--small`` measures the digits-mlp point of
+benchmarks/simulator_speed.py instead (K = 10, N = 40, 30 random results; exact decoders, with
+fixed-lengthscale rows). ``--profile`` prints instead where gcc's decodes
+(lengthscale "auto") spend their time: cProfile's functions by own time, the reference fits left
+out.
 """
 
 import argparse
@@ -37,6 +41,9 @@ from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 
 N, K, RECEIVED = 1024, 64, 900
 SCHEMES = [("bacc", []), ("letcc", []), ("gcc", []), ("gcc", ["code.gcc.lengthscale=0.1"])]
+# --small: the simulator's digits-mlp point (K = 10, N = 40, S = 10), exact decoders
+SMALL = (40, 10, 30, [("letcc", []), ("gcc", []), ("gcc", ["code.gcc.lengthscale=1.0"]),
+                      ("gcc-manifold", []), ("gcc-manifold", ["code.gcc-manifold.lengthscale=1.0"])])
 
 
 def reference(code, received, Y):
@@ -166,11 +173,38 @@ def against(args):
               f"{same} of {args.calls}")
 
 
+def profile(calls):
+    """cProfile of ``calls`` decodes of gcc with lengthscale "auto" (nothing else profiled)."""
+    import cProfile
+    import pstats
+
+    setup, i = point_setup("digits-mlp", [f"code.workers={N}", f"data.batch={K}",
+                                          'code.schemes=["gcc"]'])
+    code = setup.codes["gcc"]
+    X, _, _ = setup.inputs(i, 0)
+    Y_all = setup.target(code.encode(X)[0])
+    rng = np.random.default_rng(0)
+    sets = [rng.permutation(N)[:RECEIVED] for _ in range(calls + 1)]
+    code.decode(sets[0], Y_all[sets[0]])  # sizes the windows, as in the timed rows
+    prof = cProfile.Profile()
+    prof.runcall(lambda: [code.decode(r, Y_all[r]) for r in sets[1:]])
+    print(f"gcc, lengthscale auto: {calls} decodes under cProfile, by own time")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(8)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--against", metavar="DIR", help="another checkout to time in turn with this")
+    ap.add_argument("--profile", action="store_true", help="profile gcc's decodes instead")
+    ap.add_argument("--small", action="store_true",
+                    help="N = 40, K = 10, 30 results (the simulator's digits-mlp point) instead")
     args = ap.parse_args()
+    if args.small:
+        global N, K, RECEIVED, SCHEMES
+        N, K, RECEIVED, SCHEMES = SMALL
+    if args.profile:
+        return profile(args.calls)
     if args.against:
         return against(args)
     rows = measure(args.calls)
