@@ -84,7 +84,7 @@ class PlainWindowedLengthscaleSmoother(WindowedLengthscaleSmoother):
                 self.t, self.z, partial(self.kernel, lengthscale=self.lengthscales[i]))
         return self._full[i]
 
-    def scores(self, Y, lams, indices=None):
+    def scores(self, Y, lams, indices=None, rows=None):
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         idx, core, s, W = self._sample_windows(indices)[:4]
         order = np.argsort(self.t, kind="stable")

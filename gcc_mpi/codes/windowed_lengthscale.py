@@ -34,7 +34,7 @@ class WindowedLengthscaleSmoother:
         self.t, self.z = np.asarray(t, float), np.asarray(z, float)
         self.kernel, self.lengthscales = kernel, np.atleast_1d(np.asarray(lengthscales, float))
         self.sample = sample
-        self._full, self._windows, self._exact, self._last_Y = {}, None, None, None
+        self._full, self._windows, self._exact = {}, None, None
         self._stacked = None  # (indices, arrays) of the last _sample_windows call
 
     def smoother(self, i):
@@ -50,13 +50,9 @@ class WindowedLengthscaleSmoother:
             self._exact = LengthscaleSmoother(self.t, self.z, self.kernel, self.lengthscales)
         return self._exact
 
-    def _sample_windows(self, indices):
-        """(members (B, w) of the sample windows in the sorted points, core rows (c,), and for the
-        candidates ``indices`` the eigendecompositions s (L, B, r), W (L, B, w, r) of the sample
-        windows' kernel matrices, each candidate's lambda scale (L,), and what the scores reuse:
-        the core rows of W transposed, W_c^T (L, B, r, c), their squares, and the products of
-        core and outermost rows (L, B, 2c, r)); a candidate's are computed when first asked for,
-        several in one batched call."""
+    def _layout(self):
+        """(members (B, w) of the sample windows in the sorted points, core rows (c,), their
+        points (B, w), {candidate: its arrays}), made once."""
         if self._windows is None:
             ts = np.sort(self.t)
             n, w = len(ts), min(len(ts), CORE + 2 * PAD)
@@ -65,7 +61,16 @@ class WindowedLengthscaleSmoother:
             idx = start[:, None] + np.arange(w)
             core = np.arange(PAD, PAD + min(CORE, w - PAD)) if w > 2 * PAD else np.arange(w)
             self._windows = idx, core, ts[idx], {}
-        idx, core, T, eig = self._windows
+        return self._windows
+
+    def _sample_windows(self, indices):
+        """(members (B, w) of the sample windows in the sorted points, core rows (c,), and for the
+        candidates ``indices`` the eigendecompositions s (L, B, r), W (L, B, w, r) of the sample
+        windows' kernel matrices, each candidate's lambda scale (L,), and what the scores reuse:
+        the core rows of W transposed, W_c^T (L, B, r, c), their squares, and the products of
+        core and outermost rows (L, B, 2c, r)); a candidate's are computed when first asked for,
+        several in one batched call."""
+        idx, core, T, eig = self._layout()
         todo = [i for i in indices if i not in eig]
         if todo:
             Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],
@@ -94,22 +99,21 @@ class WindowedLengthscaleSmoother:
         scale = self._sample_windows(indices)[4]
         return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
 
-    def _sorted_windows(self, Y, idx):
-        """Y's rows of the sample windows ``idx`` (B, w, m), transposed (B, m, w); kept for the
-        last Y (the walk scores one Y many times)."""
-        if self._last_Y is None or self._last_Y[0] is not Y:
-            order = np.argsort(self.t, kind="stable")
-            Yw = np.asarray(Y, float)[order][idx]
-            self._last_Y = (Y, np.ascontiguousarray(np.swapaxes(Yw, 1, 2)))
-        return self._last_Y[1]
+    def _sample_rows(self, Y):
+        """Y's rows of the sample windows, transposed (B, m, w): made once per select, since the
+        walk scores one Y many times."""
+        order = np.argsort(self.t, kind="stable")
+        Yw = np.asarray(Y, float)[order][self._layout()[0]]
+        return np.ascontiguousarray(np.swapaxes(Yw, 1, 2))
 
-    def scores(self, Y, lams, indices=None):
+    def scores(self, Y, lams, indices=None, rows=None):
         """Leave-one-out error over the sample windows' core points for the candidates
         ``indices`` (default: all) and the lambdas ``lams`` (one row per candidate); inf where
-        some sample window is not local."""
+        some sample window is not local. ``rows``: _sample_rows(Y), if made already."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
+        rows = self._sample_rows(Y) if rows is None else rows
         idx, core, s, W, _, WcT, Wc2T, terms = self._sample_windows(indices)
-        Wy = self._sorted_windows(Y, idx)[None] @ W             # (W^T y)^T (L, B, m, r)
+        Wy = rows[None] @ W                                     # (W^T y)^T (L, B, m, r)
         inv = 1.0 / (s[:, :, None, :] + lams[:, None, :, None])  # (L, B, G, r)
         L, B, G, r = inv.shape
         m = Wy.shape[2]
@@ -131,17 +135,21 @@ class WindowedLengthscaleSmoother:
         if criterion not in (None, "loo") or (isinstance(rule, str) and rule != "loo"):
             raise ValueError("the windowed lengthscale search supports leave-one-out only, "
                              f"not {criterion or rule!r}")
-        i, self._last_Y = 0, None  # a new Y (it may be the last one's array, changed)
+        i = 0
         if len(self.lengthscales) > 1:
+            rows = self._sample_rows(Y)
+
             def score(indices):
                 lams = self.candidates(indices)
                 if not isinstance(rule, str):
-                    best = self.scores(Y, np.maximum(float(rule), lams[:, :1]), indices)[:, 0]
+                    fixed = np.maximum(float(rule), lams[:, :1])
+                    best = self.scores(Y, fixed, indices, rows)[:, 0]
                     return best, best
                 # coarse to fine, as LengthscaleSmoother.best_lambdas
-                near = np.argmin(self.scores(Y, lams[:, ::STRIDE], indices), axis=1) * STRIDE
+                near = np.argmin(self.scores(Y, lams[:, ::STRIDE], indices, rows), axis=1) * STRIDE
                 cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
-                best = self.scores(Y, np.take_along_axis(lams, cols, axis=1), indices).min(axis=1)
+                fine = np.take_along_axis(lams, cols, axis=1)
+                best = self.scores(Y, fine, indices, rows).min(axis=1)
                 return best, best
 
             i, best = search(len(self.lengthscales), score, search_rule, prior=prior)
