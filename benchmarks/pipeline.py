@@ -27,7 +27,7 @@ from mpi4py import MPI  # noqa: E402
 
 from gcc_mpi.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
-from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, resolve_wait  # noqa: E402
+from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, abort_on_error, resolve_wait  # noqa: E402
 from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
 
 
@@ -46,7 +46,10 @@ class Records:
     def append(self, point, name, rows):
         self.rows.append(rows)
 
-    def flush(self):
+    def due(self):
+        return False  # nothing to commit: the master hands over its blocks when they fill
+
+    def flush(self, force=False):
         pass
 
     def field(self, key):
@@ -134,4 +137,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with abort_on_error(MPI.COMM_WORLD):  # an error on one rank ends the job, none hangs
+        main()
