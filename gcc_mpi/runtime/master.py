@@ -598,6 +598,7 @@ class Master:
         unreceived at MPI_Finalize (protocol)."""
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         ranks = [r for r in range(1, self.comm.size) if r not in self.dead]
+        self.byes = set()  # a BYE answers this EXIT (benchmarks shut one master down per block)
         sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT), r) for r in ranks]
         until = None if grace is None else time.perf_counter() + grace
         try:
