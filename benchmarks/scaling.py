@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from launch import mpiexec
 
 from gcc_mpi.analyze import summarize_scheme
 from gcc_mpi.config import load_job
@@ -65,7 +66,7 @@ def mpi_table(ranks, trials, tmp):
     for r in ranks:
         out, job = f"{tmp}/mpi{r}.h5", Path(f"{tmp}/mpi{r}.toml")
         job.write_text(MPI_JOB.format(trials=trials, workers=r - 1))
-        run(["mpiexec", "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job), "-o", out, "-q"])
+        run([mpiexec(), "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job), "-o", out, "-q"])
         point = read_results(out).points[0]
         for scheme, d in point.schemes.items():
             parts = [ms(d, k) for k in ("t_encode", "t_scatter", "t_wait", "t_decode")]

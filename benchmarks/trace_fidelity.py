@@ -21,8 +21,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from launch import mpiexec
 
-MPIEXEC = str(Path(sys.executable).with_name("mpiexec"))
+MPIEXEC = mpiexec()
 
 
 def cli(*args, ranks=None, out=None):

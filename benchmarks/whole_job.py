@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from launch import mpiexec
 
 HERE = Path(__file__).resolve().parent
 FIRST_TRIAL = "gcc_mpi: ranks by host and pid"
@@ -71,11 +72,6 @@ def floor_main(trials):
     ms = ro.floor_loop(comm, trials, targets[0])
     if comm.rank == 0:
         print(f"floor+f mean {np.mean(ms):.4f} median {np.median(ms):.4f}", flush=True)
-
-
-def mpiexec():
-    near = Path(sys.executable).with_name("mpiexec")
-    return str(near) if near.exists() else "mpiexec"
 
 
 class Timed:
