@@ -87,8 +87,9 @@ class Launch:
     """`[mpiexec [options] -n ranks] python -m gcc_mpi ARGS` in its own session; output goes to
     files so that a test can read stderr while the job runs."""
 
-    def __init__(self, args, cwd, ranks=None, mpiexec_options=(), env=None, name="job"):
-        cmd = [sys.executable, "-m", "gcc_mpi", *args]
+    def __init__(self, args, cwd, ranks=None, mpiexec_options=(), env=None, name="job",
+                 program=("-m", "gcc_mpi")):
+        cmd = [sys.executable, *program, *args]  # ``program``: or a script, for the benchmarks
         if ranks is not None:
             if MPIEXEC is None:
                 pytest.fail("no mpiexec beside python or on PATH: the mpich wheel (a dependency "
