@@ -30,10 +30,14 @@ from .windowed_lengthscale import WindowedLengthscaleSmoother
 ENC_MAX = 1.0
 
 
+def encoder_cap(K):
+    """The longest "auto" encoder lengthscale at K inputs: ENC_MAX, or one spacing if longer."""
+    return max(ENC_MAX, spacing(K))
+
+
 class GCC(SmoothingCode):
     null_dim = 0
     AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
-    ENC_MAX = ENC_MAX
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -51,7 +55,7 @@ class GCC(SmoothingCode):
             return np.array([float(self.lengthscale)])
         rule = self.auto[side]
         if not isinstance(rule, str):
-            return np.array([min(rule * spacing(K), max(self.ENC_MAX, spacing(K)))])
+            return np.array([min(rule * spacing(K), encoder_cap(K))])
         return spacing(K) * np.asarray(self.auto.get("multiples", MULTIPLES), float)
 
     # -- the hooks of SmoothingCode ----------------------------------------------------------

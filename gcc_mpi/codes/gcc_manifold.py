@@ -14,8 +14,8 @@ curve swings out of the data (REACH).
 
 import numpy as np
 
-from .gcc import GCC
-from .lengthscale import LengthscaleSmoother, spacing
+from .gcc import GCC, encoder_cap
+from .lengthscale import LengthscaleSmoother
 from .manifold import manifold_alpha
 
 # The "auto" encoder's lengthscale doubles (up to its cap) while a coded input lies farther from
@@ -56,11 +56,11 @@ class ManifoldGCC(GCC):
     def encoder_ladder(self):
         """The encoder's candidate lengthscales to try in turn: its own alone when fixed or
         chosen by a criterion; for the "auto" rule its lengthscale, then doubled while below the
-        cap max(ENC_MAX, one spacing), the cap last."""
+        cap (gcc.encoder_cap), the cap last."""
         own = self.candidates["enc"]
         if self.lengthscale != "auto" or len(own) > 1 or not np.isfinite(own[0]):
             return [own]
-        cap = max(self.ENC_MAX, spacing(self.K))
+        cap = encoder_cap(self.K)
         ladder = [own[0]]
         while ladder[-1] < cap:
             ladder.append(min(2 * ladder[-1], cap))
