@@ -8,8 +8,9 @@ smoother.py every lambda is then a sum over s_l for all m outputs at once. A cri
 every (l, lambda) pair:
 - "loo": the exact leave-one-out error sum_i |c_i / (K_l + lam)^-1_ii|^2 (Rippa's formula);
 - "gcv": n * RSS / tr(I - H)^2;
-- "ml": minus the log marginal likelihood of a Gaussian process with kernel sigma^2 K_l and noise
-  sigma^2 lam, sigma^2 profiled out per output (so it is invariant to the scale of each output).
+- "ml": the marginal likelihood of a Gaussian process with kernel sigma^2 K_l and noise
+  sigma^2 lam, sigma^2 profiled out per output (so it is invariant to the scale of each output),
+  as the positive score exp(-2 log-likelihood / (n m)) (see ``scores``).
 The pair with the best score is the choice; with a fixed lambda only l is searched. The
 criterion used by "auto" was chosen by measurement (benchmarks/lengthscale.py, docs/science.md).
 A candidate's eigendecomposition is made only when the search over l (``search``: a walk from
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR
+from .smoother import GRID, LAMBDA_FLOOR, first_near_min
 
 # Candidates as multiples of the data points' spacing pi / K: from half a spacing (the fit
 # reverts to zero between points) to 16 (a nearly polynomial fit across the interval).
@@ -33,12 +34,6 @@ CRITERIA = ("loo", "gcv", "ml")
 START = 1
 STRIDE = 4
 FINE = np.arange(-STRIDE + 1, STRIDE)  # the fine pass: the lambdas around the coarse best
-
-
-def _first_near_min(score, rtol=1e-6):
-    """Per row, the first column whose score is within ``rtol`` of the row's minimum (as
-    smoother._smallest_near_min: the least smoothing wins a near tie)."""
-    return np.argmax(score <= score.min(axis=1, keepdims=True) * (1 + rtol), axis=1)
 
 
 def spacing(K):
@@ -185,10 +180,18 @@ class LengthscaleSmoother:
             f = lams[:, :, None] * inv                            # eigenvalues of I - H
             return self.n * np.einsum("lgr,lr->lg", f**2, e) / f.sum(axis=2) ** 2
         if criterion == "ml":
+            # minus the log marginal likelihood, sigma^2 profiled out per output, is
+            # (n / 2) sum_m log(y_m^T A^-1 y_m) + (m / 2) log det A (A = K + lam) up to a
+            # constant; it is returned as exp(2 / (n m) of that): the geometric mean over the
+            # outputs of the profiled sigma^2 times det(A)^(1/n). The ranking is the same, but
+            # the score is positive and scales with f's outputs squared, as leave-one-out's does,
+            # so that the relative near-tie rule and the walk's prior mean the same for every
+            # criterion (on the log scale a score can be negative, and a factor on it is not
+            # invariant to the scale of f)
             yAy = np.einsum("lgr,lrm->lgm", inv, WtY**2)
             tiny = np.finfo(float).tiny
-            return (0.5 * self.n * np.log(np.maximum(yAy, tiny)).sum(axis=2)
-                    - 0.5 * WtY.shape[2] * np.log(inv).sum(axis=2))
+            return np.exp(np.log(np.maximum(yAy, tiny)).mean(axis=2)
+                          - np.log(inv).sum(axis=2) / self.n)
         raise ValueError(f"unknown criterion {criterion!r}; choose from {', '.join(CRITERIA)}")
 
     def best_lambdas(self, Y, criterion, indices):
@@ -197,12 +200,12 @@ class LengthscaleSmoother:
         basis = self.basis(Y, indices)
         lams = self.candidates(indices)
         score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
-        near = _first_near_min(score) * STRIDE
+        near = first_near_min(score) * STRIDE
         cols = np.minimum(np.maximum(near[:, None] + FINE, 0), lams.shape[1] - 1)
         rows = np.arange(len(lams))
         fine = lams[rows[:, None], cols]
         score = self.scores(Y, fine, criterion, indices, basis)
-        return score.min(axis=1), fine[rows, _first_near_min(score)]
+        return score.min(axis=1), fine[rows, first_near_min(score)]
 
     def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
         """The Choice for data Y (n x m). With an automatic lambda (``rule`` "loo" or "gcv") the

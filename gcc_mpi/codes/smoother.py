@@ -23,11 +23,17 @@ LAMBDA_FLOOR = 1e-13
 GRID = np.logspace(-14, 1, 61)
 
 
+def first_near_min(score, rtol=1e-6):
+    """Along the last axis, the index of the first score within ``rtol`` of the minimum (scores
+    are positive). With few points a score can be flat in lambda, and a plain argmin would then
+    pick by rounding noise; candidates ordered by smoothing, the least smoothing is the right
+    tie-break for noiseless results."""
+    return np.argmax(score <= score.min(axis=-1, keepdims=True) * (1 + rtol), axis=-1)
+
+
 def _smallest_near_min(lams, score, rtol=1e-6):
-    """The smallest lambda whose score is within ``rtol`` of the minimum. With few points the
-    score can be flat in lambda, and a plain argmin would then pick by rounding noise; the least
-    smoothing is the right tie-break for noiseless results."""
-    return lams[int(np.argmax(score <= score.min() * (1 + rtol)))]
+    """The smallest lambda whose score is within ``rtol`` of the minimum (``first_near_min``)."""
+    return lams[int(first_near_min(score, rtol))]
 
 
 class KernelSmoother:
