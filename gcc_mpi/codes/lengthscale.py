@@ -82,6 +82,19 @@ def search(L, score, rule="walk", start=START, prior=1.0):
     return i, known[i][1]
 
 
+def coarse_to_fine(lams, score, pick=first_near_min):
+    """(score, lambda) per row of the lambdas ``lams`` (L, G) at the row's best: ``score(l)``
+    (one row per row of ``l``) of every STRIDE-th lambda, then of the 2 STRIDE - 1 around the
+    best of those. ``pick`` finds a row's best (default: the first near-minimum, so that the
+    least smoothing wins a near tie)."""
+    near = pick(score(lams[:, ::STRIDE])) * STRIDE
+    cols = np.minimum(np.maximum(near[:, None] + FINE, 0), lams.shape[1] - 1)
+    rows = np.arange(len(lams))
+    fine = lams[rows[:, None], cols]
+    scores = score(fine)
+    return scores.min(axis=1), fine[rows, pick(scores)]
+
+
 @dataclass(frozen=True)
 class Choice:
     """A fit's hyperparameters: the index of the lengthscale among the candidates, its value,
@@ -196,16 +209,10 @@ class LengthscaleSmoother:
 
     def best_lambdas(self, Y, criterion, indices):
         """(score, lambda) of each lengthscale in ``indices`` at its best lambda of the grid,
-        searched coarse to fine: every STRIDE-th lambda, then the ones around the best of those."""
+        searched coarse to fine (``coarse_to_fine``)."""
         basis = self.basis(Y, indices)
-        lams = self.candidates(indices)
-        score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
-        near = first_near_min(score) * STRIDE
-        cols = np.minimum(np.maximum(near[:, None] + FINE, 0), lams.shape[1] - 1)
-        rows = np.arange(len(lams))
-        fine = lams[rows[:, None], cols]
-        score = self.scores(Y, fine, criterion, indices, basis)
-        return score.min(axis=1), fine[rows, first_near_min(score)]
+        return coarse_to_fine(self.candidates(indices),
+                              lambda lams: self.scores(Y, lams, criterion, indices, basis))
 
     def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
         """The Choice for data Y (n x m). With an automatic lambda (``rule`` "loo" or "gcv") the

@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from .lengthscale import STRIDE, Choice, LengthscaleSmoother, search
+from .lengthscale import Choice, LengthscaleSmoother, coarse_to_fine, search
 from .smoother import GRID, LAMBDA_FLOOR
 from .windowed import CORE, LOCAL_TOL, PAD, WindowedSmoother
 
@@ -145,11 +145,10 @@ class WindowedLengthscaleSmoother:
                     fixed = np.maximum(float(rule), lams[:, :1])
                     best = self.scores(Y, fixed, indices, rows)[:, 0]
                     return best, best
-                # coarse to fine, as LengthscaleSmoother.best_lambdas
-                near = np.argmin(self.scores(Y, lams[:, ::STRIDE], indices, rows), axis=1) * STRIDE
-                cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
-                fine = np.take_along_axis(lams, cols, axis=1)
-                best = self.scores(Y, fine, indices, rows).min(axis=1)
+                # coarse to fine, as LengthscaleSmoother.best_lambdas; a plain argmin, since
+                # lambda itself is chosen afterwards by the full smoother
+                best, _ = coarse_to_fine(lams, lambda l: self.scores(Y, l, indices, rows),
+                                         pick=partial(np.argmin, axis=1))
                 return best, best
 
             i, best = search(len(self.lengthscales), score, search_rule, prior=prior)
