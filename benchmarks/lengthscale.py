@@ -13,6 +13,8 @@ others has). ``--criteria`` adds, for the tuning and shipped cases, the decoder'
 (loo, gcv, ml: lengthscale and lambda jointly; loo only above 400 results) and the encoder's rule
 (fixed multiples of the spacing pi / K, or loo / ml of the inputs along alpha), each with the
 other side on "auto". The shipped cases include the embedded default job at 8 and 16 ranks.
+The last lines count the rows where auto is more than 1 dB from the best fixed lengthscale, by
+the mean and by the median trial.
 """
 
 import argparse
@@ -119,6 +121,19 @@ def json_value(text):
     return tomllib.loads(f"v = {text}")["v"]
 
 
+GAPS = []  # (case and scheme, auto - best fixed by the mean, and by the median trial), in dB
+
+
+def summary(gaps, margin=1.0):
+    """The rows where auto is more than ``margin`` dB from the best fixed lengthscale."""
+    lines = []
+    for label, k in (("mean", 1), ("median trial", 2)):
+        out = [f"{g[0]} {g[k]:+.1f}" for g in gaps if g[k] > margin]
+        lines.append(f"auto more than {margin:g} dB from the best fixed lengthscale ({label}): "
+                     f"{len(out)} of {len(gaps)} rows" + (f": {', '.join(out)}" if out else ""))
+    return "\n".join(lines)
+
+
 def case(name, job, sets, trials, criteria):
     setup, _ = setup_of(job, sets)
     schemes = [s for s in SCHEMES if s in setup.config.code.schemes] or ["gcc"]
@@ -134,6 +149,8 @@ def case(name, job, sets, trials, criteria):
             if v == "auto":
                 auto_chosen = chosen
         best = min(row[v] for v in FIXED)
+        GAPS.append((f"{name} {scheme}", row["auto"] - best,
+                     median["auto"] - min(median[v] for v in FIXED)))
         print(f"  {scheme:12s} " + " ".join(f"{row[v]:7.1f}" for v in ["auto", *FIXED])
               + f"   {row['auto'] - best:+6.1f} ({median['auto'] - min(median[v] for v in FIXED):+5.1f})"
               + f"   {auto_chosen[0]:.3g} / {auto_chosen[1]:.3g}")
@@ -189,6 +206,7 @@ def main():
                         for s in sets]
                 trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
                 case(name, job, sets, trials, args.criteria and cases in (SHIPPED, TUNING))
+    print("\n" + summary(GAPS))
 
 
 if __name__ == "__main__":
