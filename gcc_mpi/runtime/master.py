@@ -593,9 +593,19 @@ class Master:
         return True
 
     def shutdown(self, grace=None):
-        """EXIT to every other live rank (idle ones too); True when all were delivered and
-        every one's BYE came (within ``grace`` seconds if given): then no NOTICE is left
-        unreceived at MPI_Finalize (protocol)."""
+        """EXIT to every other live rank (idle ones too), then every one's BYE, which its
+        ``Worker.serve`` sends on EXIT; True when all EXITs were delivered and all BYEs came
+        (within ``grace`` seconds if given): then no NOTICE is left unreceived at MPI_Finalize
+        (protocol). The control receive is cancelled at the end.
+
+        A master that never called ``listen`` listens now, for its shutdown: a worker cannot
+        tell whether its master listened, so every worker says BYE, and a BYE left unreceived
+        is the very failure the BYE is there to prevent (MPICH's rank 0 fails in MPI_Finalize
+        and skips the barrier in which the workers then wait for ever). So every master and
+        worker end alike, whoever drives them (run, probe, the benchmarks). Under ULFM nothing
+        is awaited (``_farewells``), so nothing is listened for either."""
+        if not self.ft:
+            self.listen()  # a no-op when it listens already
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         ranks = [r for r in range(1, self.comm.size) if r not in self.dead]
         self.byes = set()  # a BYE answers this EXIT (benchmarks shut one master down per block)
@@ -616,10 +626,12 @@ class Master:
             self._unlisten()
 
     def _farewells(self, ranks, until):
-        """Wait for the BYE of every live rank in ``ranks``; False once time.perf_counter()
-        passes ``until``. Under ULFM no rank calls MPI_Finalize, so none is awaited."""
+        """Wait for the BYE of every live rank in ``ranks`` (a dead one sends none); False
+        once time.perf_counter() passes ``until``. Under ULFM no rank calls MPI_Finalize, so
+        an unreceived BYE is harmless and none is awaited (a rank that called exit() before
+        its BYE would be awaited in vain: Open MPI does not report it, see ``_check``)."""
         control = self.control
-        if control is None or self.ft:
+        if self.ft:
             return True
         backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
         while not set(ranks) - self.dead <= self.byes:

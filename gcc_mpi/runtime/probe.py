@@ -57,7 +57,8 @@ def default_output(job):
 
 
 class Timer:
-    """A worker's side of the probe: times every call of f, reports the times after EXIT."""
+    """A worker's side of the probe: times every call of f, reports the times after EXIT and
+    its BYE (protocol)."""
 
     def __init__(self):
         self.times = []

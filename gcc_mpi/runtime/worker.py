@@ -24,7 +24,8 @@ message saying why) and goes on: the master counts that result as an erasure.
 
 SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: the worker
 tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome), rank 0 stops the round
-and sends EXIT, and the worker leaves as usual. Only if no EXIT comes within WORKER_GRACE
+and sends EXIT, and the worker leaves as usual: on EXIT ``Worker.serve`` sends its last NOTICE,
+the BYE that rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE
 seconds of the signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's
 dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
 """
@@ -53,8 +54,9 @@ def main_worker(comm, args, stop=None, timer=None, notice=None):
     ``notice``: hydra's dead-process notices, passed on to rank 0 (``Announcer``)."""
     from mpi4py import MPI
 
-    check = None if stop is None else Announcer(comm, stop, notice)
-    startup = Waiter(MPI, "polite", check=check)
+    # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
+    announcer = Announcer(comm, stop, notice)
+    startup = Waiter(MPI, "polite", check=announcer.check)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
     startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
     message = startup.recv_object(comm, 0, P.SETUP)
@@ -69,25 +71,29 @@ def main_worker(comm, args, stop=None, timer=None, notice=None):
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
     attendance = witness.attend(master_pid, comm.rank) if same_node else None  # noqa: F841
     # READY (pid, host): the first trial starts once every worker can compute
-    Waiter(MPI, "polite", check=check).all([comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
-    waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE, check=check)
-    Worker(comm, MPI, waiter, targets, shared_clock=same_node).serve()
-    if check is not None:
-        check.bye()
-    if timer is not None:
+    ready = comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)
+    Waiter(MPI, "polite", check=announcer.check).all([ready])
+    waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE)
+    Worker(comm, MPI, waiter, targets, shared_clock=same_node, announcer=announcer).serve()
+    if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
         timer.report(comm, waiter)
     return 0
 
 
 class Announcer:
-    """A worker's waiter check: tells rank 0 (NOTICE, once per event) that this worker got a
-    signal or hydra's dead-process notice, and ends the worker WORKER_GRACE s after a signal
-    if no EXIT came."""
+    """A worker's NOTICEs to rank 0, every one of them, so that they leave in order on one tag
+    (protocol): ``check``, its waiters' check, tells rank 0 (once per event) that this worker
+    got a signal (``stop``, a StopFlag) or hydra's dead-process notice (``notice``) and ends the
+    worker WORKER_GRACE s after a signal if no EXIT came; ``bye``, which ``Worker.serve`` calls
+    on EXIT, sends the last one. With neither ``stop`` nor ``notice`` (a worker that handles no
+    signal, as the benchmarks run it) there is nothing to watch: ``check`` is None, and only
+    the BYE is sent."""
 
-    def __init__(self, comm, stop, notice=None):
+    def __init__(self, comm, stop=None, notice=None):
         self.comm, self.stop, self.notice = comm, stop, notice
         self.told_signal, self.told_notices = False, 0
         self.rows, self.sends = [], []
+        self.check = self._watch if stop is not None or notice is not None else None
 
     def _tell(self, kind, value):
         row = np.array([kind, self.comm.rank, value], dtype=np.float64)
@@ -95,18 +101,20 @@ class Announcer:
         self.sends.append(self.comm.Isend(row, dest=0, tag=P.NOTICE))
 
     def bye(self):
-        """After EXIT: the last NOTICE (BYE, see protocol); no NOTICE follows it."""
+        """After EXIT: the last NOTICE (BYE, see protocol), after every one sent before; no
+        NOTICE follows it. Returns once all are sent (their buffers are kept until then)."""
         self.told_signal, self.told_notices = True, float("inf")
         self._tell(P.BYE, 0)
         for request in self.sends:  # small: sent at once (rank 0 waits for the BYE anyway)
             request.Wait()
+        self.rows, self.sends = [], []
 
-    def __call__(self):
+    def _watch(self):
         stop, notice = self.stop, self.notice
         if notice is not None and notice.count > self.told_notices:
             self.told_notices = notice.count
             self._tell(P.NOTIFIED, notice.count)
-        if stop.signum is None:
+        if stop is None or stop.signum is None:
             return
         if not self.told_signal:
             self.told_signal = True
@@ -159,8 +167,17 @@ def compute(target, x, m):
 
 
 class Worker:
-    def __init__(self, comm, MPI, waiter, targets, shared_clock=False):
+    """One worker's loop (``serve``) over its CTRL messages from rank 0, until EXIT.
+
+    ``announcer``: the worker's ``Announcer``, which sends every NOTICE of this worker; its
+    check becomes ``waiter``'s, and ``serve`` ends with its BYE, so that no user of Worker can
+    forget the BYE a master's shutdown waits for. None: one that watches nothing and only says
+    BYE."""
+
+    def __init__(self, comm, MPI, waiter, targets, shared_clock=False, announcer=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
+        self.announcer = announcer if announcer is not None else Announcer(comm)
+        waiter.check = self.announcer.check
         self.targets = targets  # f of each sweep point
         self.shared_clock = shared_clock  # on the master's node: count delays from its send time
         self.DOUBLE = MPI.DOUBLE
@@ -177,12 +194,14 @@ class Worker:
         self.failures = 0  # erasures: f raised or returned NaN/inf or the wrong shape
 
     def serve(self):
-        """Handle CTRL messages until EXIT, doing the TASKs one at a time in arrival order."""
+        """Handle CTRL messages until EXIT, doing the TASKs one at a time in arrival order;
+        on EXIT, say BYE (the last NOTICE, after every NOTICE this worker sent) and return."""
         comm, status = self.comm, self.status
         while True:
             if self.queue:
                 self.task(*self.queue.popleft())
             elif self.exit:
+                self.announcer.bye()
                 return
             else:
                 self.receive(self.waiter.probe(comm, 0, P.CTRL, status))
