@@ -28,7 +28,7 @@ from runtime_overhead import SCHEME  # noqa: E402
 from gcc_mpi.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
 from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, library  # noqa: E402
-from gcc_mpi.runtime.worker import Announcer, Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
 
 def job_for(size, target):
     """runtime_overhead's job (bacc, wait = "all", no stragglers) with K = min(10, N), so that
@@ -91,9 +91,8 @@ def main():
                     old = results[name]
                     results[name] = (old[0] + pr, old[1] + cpu, old[2] + blocked)
             else:
+                # until this block's EXIT; serve then says BYE, which rank 0's shutdown awaits
                 Worker(comm, MPI, Waiter(MPI, wait, hi=SLEEP_IDLE), targets).serve()
-                if MODES[name][1]:  # rank 0 listened, and its shutdown awaits the BYE
-                    Announcer(comm, None).bye()
     if comm.rank != 0:
         return
     print(f"# gather_modes: {comm.size} ranks on {len(os.sched_getaffinity(0))} cores, scheme "

@@ -40,7 +40,7 @@ import mpi_floor  # noqa: E402
 from gcc_mpi.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
 from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, resolve_wait  # noqa: E402
-from gcc_mpi.runtime.worker import Announcer, Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
 
 SCHEME = "bacc"
 
@@ -117,9 +117,8 @@ def main():
                 protocol.append(1e3 * np.asarray(pr))
                 rounds.append(1e3 * np.asarray(rd))
         else:
+            # until this block's EXIT; serve then says BYE, which rank 0's shutdown awaits
             Worker(comm, MPI, Waiter(MPI, mode, hi=SLEEP_IDLE), targets).serve()
-            if args.gather == "waitsome":  # rank 0 listens, and its shutdown awaits the BYE
-                Announcer(comm, None).bye()
     if comm.rank != 0:
         return
     master.close()
