@@ -5,6 +5,7 @@ Nothing here asserts on wall-clock time: the delays only make the received sets 
 """
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -263,6 +264,20 @@ def test_an_exception_outside_f_on_a_worker_ends_the_job_with_exit_code_1(tmp_pa
     code, _, err = launch(["run", "boom.toml", "-o", "boom.h5"], tmp_path, 5)
     assert code == 1, err  # MPICH's and Open MPI's mpiexec return the MPI_Abort error code
     assert "gcc_mpi: rank 3 of 5 on " in err and "ValueError: boom on purpose" in err
+
+
+@needs_mpiexec
+def test_every_shutdown_gets_every_bye_without_anyone_sending_it_by_hand(tmp_path):
+    """tests/shutdown_blocks.py drives Master and Worker directly, as the benchmarks do: three
+    blocks, each ended by a shutdown, with the master listening, not listening, then a new
+    listening master. Worker.serve says BYE on EXIT by itself, a listening master's shutdown
+    waits for it (before, it waited for ever: the benchmarks hung so), and one that never
+    listened receives it too, after the NOTICE each worker sent before it: no NOTICE is left
+    unreceived after any block (the program checks after a barrier, exit 3 otherwise)."""
+    program = Path(__file__).with_name("shutdown_blocks.py")
+    code, out, err = launch([], tmp_path, 4, program=[str(program)])
+    assert code == 0, err
+    assert out == "shutdown_blocks: 3 blocks\n", err
 
 
 @needs_mpiexec
