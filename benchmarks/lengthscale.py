@@ -13,8 +13,10 @@ others has). ``--criteria`` adds, for the tuning and shipped cases, the decoder'
 (loo, gcv, ml: lengthscale and lambda jointly; loo only above 400 results) and the encoder's rule
 (fixed multiples of the spacing pi / K, or loo / ml of the inputs along alpha), each with the
 other side on "auto". The shipped cases include the embedded default job at 8 and 16 ranks.
-The last lines count the rows where auto is more than 1 dB from the best fixed lengthscale, by
-the mean and by the median trial.
+In square brackets, a 95% bootstrap interval of "auto - best fixed" by the mean (trials
+resampled, the best fixed lengthscale chosen again in each resample). The last lines count the
+rows where auto is more than 1 dB from the best fixed lengthscale, by the mean and by the median
+trial, and the rows whose interval lies wholly below or wholly above 1 dB.
 """
 
 import argparse
@@ -121,16 +123,39 @@ def json_value(text):
     return tomllib.loads(f"v = {text}")["v"]
 
 
-GAPS = []  # (case and scheme, auto - best fixed by the mean, and by the median trial), in dB
+# (case and scheme, auto - best fixed by the mean, by the median trial, the mean's 95% interval)
+GAPS = []
+RESAMPLES = 2000
+
+
+def gap_interval(auto, fixed, seed=0):
+    """95% bootstrap interval of auto - best fixed (dB of the mean nmse over the paired trials):
+    the trials resampled with replacement, and the best of the ``fixed`` rows chosen again in
+    each resample, so that the interval includes the luck of the best one on these trials."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(auto), (RESAMPLES, len(auto)))
+
+    def db(nmse):
+        return 10 * np.log10(np.nanmean(nmse[idx], axis=1))
+
+    gaps = db(auto) - np.min([db(f) for f in fixed], axis=0)
+    return np.percentile(gaps, [2.5, 97.5])
 
 
 def summary(gaps, margin=1.0):
-    """The rows where auto is more than ``margin`` dB from the best fixed lengthscale."""
+    """The rows where auto is more than ``margin`` dB from the best fixed lengthscale, by the
+    mean and by the median trial, and what the mean's intervals can tell apart."""
     lines = []
     for label, k in (("mean", 1), ("median trial", 2)):
         out = [f"{g[0]} {g[k]:+.1f}" for g in gaps if g[k] > margin]
         lines.append(f"auto more than {margin:g} dB from the best fixed lengthscale ({label}): "
                      f"{len(out)} of {len(gaps)} rows" + (f": {', '.join(out)}" if out else ""))
+    outside = [f"{g[0]} [{g[3][0]:+.1f}, {g[3][1]:+.1f}]" for g in gaps if g[3][0] > margin]
+    within = sum(g[3][1] <= margin for g in gaps)
+    lines.append(f"the mean's 95% interval of auto - best: wholly below {margin:g} dB in {within} of "
+                 f"{len(gaps)} rows, wholly above in {len(outside)}"
+                 + (f" ({', '.join(outside)})" if outside else "")
+                 + f", across {margin:g} dB (undecided at these trials) in {len(gaps) - within - len(outside)}")
     return "\n".join(lines)
 
 
@@ -140,19 +165,21 @@ def case(name, job, sets, trials, criteria):
     c = setup.config
     print(f"\n{name}: K = {c.data.batch}, N = {c.code.workers}, {trials} paired trials; mse [dB]")
     print(f"  {'scheme':12s} {'auto':>7s} " + " ".join(f"{v:>7g}" for v in FIXED)
-          + "   auto - best (medians)   lengthscale enc / dec (median)")
+          + "   auto - best (medians) [95% interval]   lengthscale enc / dec (median)")
     for scheme in schemes:
-        row, median = {}, {}
+        row, median, nmse = {}, {}, {}
         for v in ["auto", *FIXED]:
             row[v], chosen = measure(job, sets, scheme, trials, value=v)
-            median[v] = measure.median
+            median[v], nmse[v] = measure.median, measure.nmse
             if v == "auto":
                 auto_chosen = chosen
         best = min(row[v] for v in FIXED)
+        interval = gap_interval(nmse["auto"], [nmse[v] for v in FIXED])
         GAPS.append((f"{name} {scheme}", row["auto"] - best,
-                     median["auto"] - min(median[v] for v in FIXED)))
+                     median["auto"] - min(median[v] for v in FIXED), interval))
         print(f"  {scheme:12s} " + " ".join(f"{row[v]:7.1f}" for v in ["auto", *FIXED])
               + f"   {row['auto'] - best:+6.1f} ({median['auto'] - min(median[v] for v in FIXED):+5.1f})"
+              + f" [{interval[0]:+5.1f}, {interval[1]:+5.1f}]"
               + f"   {auto_chosen[0]:.3g} / {auto_chosen[1]:.3g}")
         if criteria:
             cells = []
@@ -181,7 +208,7 @@ def measure(job, sets, scheme, trials, auto=None, value="auto"):
         nmse.append(rec["nmse"])
         enc.append(rec["lengthscale_enc"])
         dec.append(rec["lengthscale_dec"])
-    measure.median = 10 * np.log10(np.nanmedian(nmse))
+    measure.median, measure.nmse = 10 * np.log10(np.nanmedian(nmse)), np.array(nmse)
     return 10 * np.log10(np.nanmean(nmse)), (np.nanmedian(enc), np.nanmedian(dec))
 
 
