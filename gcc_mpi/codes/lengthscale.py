@@ -195,7 +195,7 @@ class LengthscaleSmoother:
         if criterion == "ml":
             # minus the log marginal likelihood, sigma^2 profiled out per output, is
             # (n / 2) sum_m log(y_m^T A^-1 y_m) + (m / 2) log det A (A = K + lam) up to a
-            # constant; it is returned as exp(2 / (n m) of that): the geometric mean over the
+            # constant; it is returned as exp(2 / (n m) times that): the geometric mean over the
             # outputs of the profiled sigma^2 times det(A)^(1/n). The ranking is the same, but
             # the score is positive and scales with f's outputs squared, as leave-one-out's does,
             # so that the relative near-tie rule and the walk's prior mean the same for every

@@ -147,7 +147,7 @@ class WindowedLengthscaleSmoother:
                     return best, best
                 # coarse to fine, as LengthscaleSmoother.best_lambdas; a plain argmin, since
                 # lambda itself is chosen afterwards by the full smoother
-                best, _ = coarse_to_fine(lams, lambda l: self.scores(Y, l, indices, rows),
+                best, _ = coarse_to_fine(lams, lambda ls: self.scores(Y, ls, indices, rows),
                                          pick=partial(np.argmin, axis=1))
                 return best, best
 
