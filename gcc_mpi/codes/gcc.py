@@ -8,7 +8,7 @@ fixed multiple of the data points' spacing pi / K, at most ENC_MAX. The decoder 
 exact leave-one-out, walking over the candidates from the most frequent choice (lengthscale.py).
 The encoder interpolates (lambda_enc -> 0) and cannot see f: its lengthscale is 4 spacings for
 gcc and 2 for gcc-manifold. No criterion on the inputs alone did as well (leave-one-out and the
-marginal likelihood of the inputs along alpha pick short ones and lose 5-16 dB on polynomials);
+marginal likelihood of the inputs along alpha pick short ones and lose 3-27 dB on polynomials);
 one spacing, the earlier rule, loses 1-8 dB on polynomials and softmax, and gains 0.3-2.3 dB on
 ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/science.md),
 doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
