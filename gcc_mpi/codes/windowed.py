@@ -220,20 +220,19 @@ class WindowedSmoother:
         best = _smallest_near_min(lams, score)
         return None if best == lams[-1] and len(lams) < len(self._distinct()) else best
 
-    def _sums(self, Y, lams):
-        """Over all core points, per lambda: sum_i |c_i / h_i|^2, sum_i |c_i|^2, sum_i h_i."""
+    def _gcv_sums(self, Y, lams):
+        """Over all core points, per lambda: sum_i |c_i|^2 and sum_i h_i."""
         Ys = np.asarray(Y, float)[self.order]
-        loo, cc, hh = 0.0, 0.0, 0.0
+        cc, hh = 0.0, 0.0
         for g in self.groups:
             C, h = g.core_fits(Ys, lams)
             mask = g.core_mask[:, :, None]
-            loo = loo + (((C / h[:, :, :, None]) ** 2).sum(axis=3) * mask).sum(axis=(0, 1))
             cc = cc + ((C**2).sum(axis=3) * mask).sum(axis=(0, 1))
             hh = hh + (h * mask).sum(axis=(0, 1))
-        return loo, cc, hh
+        return cc, hh
 
     def _loo(self, Y, lams):
-        """Over all core points, per lambda: sum_i |c_i / h_i|^2 (the first of _sums)."""
+        """Over all core points, per lambda: sum_i |c_i / h_i|^2 (_Windows.loo)."""
         Ys = np.asarray(Y, float)[self.order]
         return sum(g.loo(Ys, lams) for g in self.groups)
 
@@ -257,7 +256,7 @@ class WindowedSmoother:
         lams = self._local_candidates()
         best = None
         if len(lams):
-            _, cc, hh = self._sums(Y, lams)
+            cc, hh = self._gcv_sums(Y, lams)
             best = self._choose(lams, self.n * cc / hh**2)  # lam^2 cancels
         return self._fallback().gcv(Y) if best is None else best
 
