@@ -173,13 +173,12 @@ def case(name, job, sets, trials, criteria):
             median[v], nmse[v] = measure.median, measure.nmse
             if v == "auto":
                 auto_chosen = chosen
-        best = min(row[v] for v in FIXED)
+        gap = row["auto"] - min(row[v] for v in FIXED)
+        median_gap = median["auto"] - min(median[v] for v in FIXED)
         interval = gap_interval(nmse["auto"], [nmse[v] for v in FIXED])
-        GAPS.append((f"{name} {scheme}", row["auto"] - best,
-                     median["auto"] - min(median[v] for v in FIXED), interval))
+        GAPS.append((f"{name} {scheme}", gap, median_gap, interval))
         print(f"  {scheme:12s} " + " ".join(f"{row[v]:7.1f}" for v in ["auto", *FIXED])
-              + f"   {row['auto'] - best:+6.1f} ({median['auto'] - min(median[v] for v in FIXED):+5.1f})"
-              + f" [{interval[0]:+5.1f}, {interval[1]:+5.1f}]"
+              + f"   {gap:+6.1f} ({median_gap:+5.1f}) [{interval[0]:+5.1f}, {interval[1]:+5.1f}]"
               + f"   {auto_chosen[0]:.3g} / {auto_chosen[1]:.3g}")
         if criteria:
             cells = []

@@ -112,8 +112,8 @@ def same_results(a, b):
         for name in names:
             if isinstance(fa[name], h5py.Dataset) and not name.rsplit("/", 1)[-1].startswith(
                     ("t_", "latency")):
-                a, b = fa[name][()], fb[name][()] if name in fb else None
-                if b is None or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                x, y = fa[name][()], fb[name][()] if name in fb else None
+                if y is None or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
                     return False
     return True
 
