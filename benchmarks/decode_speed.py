@@ -62,6 +62,11 @@ def reference(code, received, Y):
     return None, None
 
 
+def overrides(name, extra):
+    """The --set overrides of a row: digits-mlp at this N and K, one scheme, ``extra``."""
+    return [f"code.workers={N}", f"data.batch={K}", f'code.schemes=["{name}"]', *extra]
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -72,11 +77,11 @@ def measure(calls):
     """{row: figures} of every scheme row (see the module docstring)."""
     rows = {}
     for name, extra in SCHEMES:
-        setup, i = point_setup("digits-mlp", [f"code.workers={N}", f"data.batch={K}",
-                                              f'code.schemes=["{name}"]'] + extra)
+        setup, i = point_setup("digits-mlp", overrides(name, extra))
         code = setup.codes[name]
         X, Y_true, _ = setup.inputs(i, 0)
-        (coded, _), t_enc = timed(lambda: code.encode(X))
+        (coded, facts), t_enc = timed(lambda: code.encode(X))
+        alpha = facts.get("alpha")  # gcc-manifold's trial alpha: where the decoder evaluates
         Y_all = setup.target(coded)
         rng = np.random.default_rng(0)
         first = rng.permutation(N)[:RECEIVED]  # once per code: sizes the windows (not timed below)
@@ -85,7 +90,7 @@ def measure(calls):
         for _ in range(calls):
             received = rng.permutation(N)[:RECEIVED]
             c0 = time.process_time()
-            (Y_hat, info), t = timed(lambda: code.decode(received, Y_all[received]))
+            (Y_hat, info), t = timed(lambda: code.decode(received, Y_all[received], alpha))
             cpu += time.process_time() - c0
             times.append(t)
             errs.append(np.sum((Y_hat - Y_true) ** 2) / np.sum(Y_true**2))
@@ -143,9 +148,9 @@ def against(args):
           f"{args.against}, {args.calls} decodes each, in turn; p50 wall and mean CPU per decode, "
           f"ms; load average {os.getloadavg()[0]:.1f}")
     for name, extra in SCHEMES:
-        overrides = [f"code.workers={N}", f"data.batch={K}", f'code.schemes=["{name}"]'] + extra
-        setup, i = point_setup("digits-mlp", overrides)
-        job = other_config.load_job(JOBS / "digits-mlp.toml", overrides)
+        sets = overrides(name, extra)
+        setup, i = point_setup("digits-mlp", sets)
+        job = other_config.load_job(JOBS / "digits-mlp.toml", sets)
         other = other_trial.PointSetup.build(job.points[0].config, job.base_dir)
         codes = {"this": setup.codes[name], "against": other.codes[name]}
         X, _, _ = setup.inputs(i, 0)
@@ -178,8 +183,7 @@ def profile(calls):
     import cProfile
     import pstats
 
-    setup, i = point_setup("digits-mlp", [f"code.workers={N}", f"data.batch={K}",
-                                          'code.schemes=["gcc"]'])
+    setup, i = point_setup("digits-mlp", overrides("gcc", []))
     code = setup.codes["gcc"]
     X, _, _ = setup.inputs(i, 0)
     Y_all = setup.target(code.encode(X)[0])
