@@ -33,6 +33,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 SCHEMES = ("uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold")
+ENTRY_POINTS = "gcc_mpi.schemes"  # the entry-point group of schemes installed by other packages
+# a plug-in scheme named by where its class is: "file.py:Class" (beside the job file) or
+# "package.module:Class"; the name is also its group in the results file, so it has no "/"
+PLUGIN = re.compile(r"(?:[\w.-]+\.py|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 MAX_POINTS = 100_000
 MAX_PIPELINE = 64  # decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
 
@@ -43,8 +47,9 @@ _NO = object()
 
 
 class _Bad(Exception):
-    def __init__(self, hint=""):
+    def __init__(self, hint="", allowed=None):
         self.hint = hint
+        self.allowed = allowed  # instead of the check's own text, when that would mislead
 
 
 @dataclass(frozen=True)
@@ -96,9 +101,18 @@ def _as_float(v):
     return None
 
 
+INT_MAX = 2**63 - 1  # counts and seeds are stored as 64-bit integers
+
+
 def _int(lo):
-    ok = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and lo <= v <= 2**63 - 1  # noqa: E731
-    return Check(f"an integer >= {lo}", lambda v: int(v) if ok(v) else _NO)
+    def accept(v):
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+            return _NO
+        if v > INT_MAX:
+            raise _Bad(allowed=f"an integer >= {lo} and <= 2^63 - 1 = {INT_MAX}")
+        return int(v)
+
+    return Check(f"an integer >= {lo}", accept)
 
 
 def _int_range(lo, hi):
@@ -129,15 +143,41 @@ def _optional(inner):
     return Check(inner.allowed, lambda v: None if v is None else inner.accept(v))
 
 
+def installed_schemes() -> dict:
+    """{name: "module:Class"} of the schemes other packages install (entry points of the group
+    ENTRY_POINTS); read from the installed packages' metadata, nothing is imported."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
+
+
+def is_plugin(name) -> bool:
+    """Whether ``name`` is a plug-in scheme: "file.py:Class", "module:Class" or the name of an
+    installed entry point (whose class is imported only when the scheme is built)."""
+    return isinstance(name, str) and name not in SCHEMES and (
+        PLUGIN.fullmatch(name) is not None or ":" not in name and name in installed_schemes())
+
+
 def _scheme_list(v):
     if not isinstance(v, (list, tuple)) or not v or not all(isinstance(s, str) for s in v):
         return _NO
     for s in v:
-        if s not in SCHEMES:
-            raise _Bad(f"; unknown scheme {_quote(s)}{_did_you_mean(s, SCHEMES)}")
+        if s not in SCHEMES and not is_plugin(s):
+            raise _Bad(_not_a_scheme(s))
         if v.count(s) > 1:
             raise _Bad(f"; {_quote(s)} is listed twice")
     return tuple(v)
+
+
+def _not_a_scheme(s):
+    if "/" in s or "\\" in s:
+        return (f"; {_quote(s)}: a plug-in's name is its group in the results file, which cannot "
+                'hold a folder: put the file beside the job file ("my_codes.py:MyCode") or '
+                'make it importable ("my_package.codes:MyCode")')
+    if ":" in s:
+        return f'; {_quote(s)} is not "file.py:Class" or "module:Class"'
+    names = [*SCHEMES, *installed_schemes()]
+    return f"; unknown scheme {_quote(s)}{_did_you_mean(s, names)}"
 
 
 def _shape_list(v):
@@ -150,7 +190,9 @@ def setting(check, default=None):
     return field(default=default, metadata={"check": check})
 
 
-_SCHEMES = Check("a non-empty list of distinct scheme names from " + ", ".join(SCHEMES), _scheme_list)
+_SCHEMES = Check("a non-empty list of distinct scheme names: " + ", ".join(SCHEMES) + ", or "
+                 'plug-ins ("file.py:Class", "module:Class", an installed entry point)',
+                 _scheme_list)
 _LAMBDA = _or_words(_num(0.0), "auto", "gcv", "loo")
 _BOOL = Check("true or false", lambda v: v if isinstance(v, bool) else _NO)
 _SHAPE = Check("a non-empty list of integers >= 1 (one input's shape, e.g. [1, 8, 8])", _shape_list)
@@ -227,9 +269,14 @@ class CodeSection:
     letcc: LetccOptions = field(default_factory=LetccOptions)
     gcc: GccOptions = field(default_factory=GccOptions)
     gcc_manifold: ManifoldOptions = field(default_factory=ManifoldOptions)
+    # the options of plug-in schemes, ((scheme, ((name, value), ...)), ...) in file order: what
+    # a [code."my_codes.py:MyCode"] table holds is checked by the class itself when it is built
+    plugins: tuple = ()
 
     def options(self, scheme: str) -> Mapping[str, Any]:
         """The [code.<scheme>] options as a read-only mapping (empty for schemes without options)."""
+        if is_plugin(scheme):
+            return MappingProxyType(dict(dict(self.plugins).get(scheme, ())))
         if scheme not in SCHEMES:
             raise JobError("code.schemes", f"unknown scheme {_quote(str(scheme))}{_did_you_mean(scheme, SCHEMES)}")
         opts = getattr(self, scheme.replace("-", "_"), None)
@@ -284,6 +331,45 @@ DEFAULTS = {f"{t}.{f.name}": f.default for t, cls in TABLES.items() for f in fie
 NOT_SWEPT = ("job.name", "job.seed", "job.time_limit")
 
 
+def key_parts(k: str) -> tuple:
+    """A dotted key's parts: 'code."my_codes.py:MyCode".scale' -> ("code", "my_codes.py:MyCode",
+    "scale"); a part in quotes may hold dots (TOML's dotted keys). () if it is not a key."""
+    if '"' not in k and "'" not in k:
+        return tuple(k.split("."))
+    try:
+        node, parts = tomllib.loads(f"{k} = 0"), []
+    except tomllib.TOMLDecodeError:
+        return ()
+    while isinstance(node, dict) and len(node) == 1:
+        (part, node), = node.items()
+        parts.append(part)
+    return tuple(parts)
+
+
+def dotted(parts) -> str:
+    """The key of ``parts`` as TOML writes it: bare parts joined by dots, others in quotes."""
+    return ".".join(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else _quote(p) for p in parts)
+
+
+def plugin_option(k: str) -> tuple | None:
+    """(scheme, option) when ``k`` is an option of a plug-in scheme, 'code."x.py:C".option'."""
+    parts = key_parts(k)
+    if len(parts) > 3 and '"' not in k and "'" not in k:  # code.my_codes.py:MyCode.scale
+        parts = (parts[0], ".".join(parts[1:-1]), parts[-1])
+    if len(parts) == 3 and parts[0] == "code" and is_plugin(parts[1]):
+        return parts[1], parts[2]
+    return None
+
+
+def _plugins(values: dict) -> tuple:
+    """CodeSection.plugins from {dotted key: value}."""
+    tables = {}
+    for k, v in values.items():
+        if k not in KEYS and (where := plugin_option(k)) is not None:
+            tables.setdefault(where[0], []).append((where[1], v))
+    return tuple((scheme, tuple(opts)) for scheme, opts in tables.items())
+
+
 def schema() -> list[tuple[str, Any, str]]:
     """(dotted key, default, what is allowed) for every key, in file order (for docs and `validate`)."""
     return [(k, DEFAULTS[k], check.allowed) for k, check in KEYS.items()]
@@ -311,9 +397,9 @@ class Job:
         doc: dict = {}
         for k, v in to_dict(self.config).items():
             if k not in self.sweep and v is not None:
-                table, _, name = k.rpartition(".")
+                *tables, name = key_parts(k)
                 node = doc
-                for part in table.split("."):
+                for part in tables:
                     node = node.setdefault(part, {})
                 node[name] = _plain(v)
         if self.sweep:
@@ -372,6 +458,9 @@ def _suggest(k: str, names) -> str | None:
 def _unknown(k: str, shown: str | None = None, value=None) -> JobError:
     shown = shown or _key_text(k)
     table = k.rpartition(".")[0]
+    if k == "sweep":
+        return JobError(shown, 'is the table of swept keys; sweep one key with '
+                               '--set "sweep.stragglers.count=[0, 5, 10]"')
     if k in TABLES:
         keys = [n.rpartition(".")[2] for n in KEYS if n.rpartition(".")[0] == k]
         return JobError(shown, "is a table, not a key; set one of its keys: " + ", ".join(keys))
@@ -389,6 +478,12 @@ def _unknown(k: str, shown: str | None = None, value=None) -> JobError:
 
 def get(config: Config, dotted_key: str):
     """The value of one dotted key, e.g. get(cfg, "code.gcc-manifold.neighbors")."""
+    if (where := plugin_option(dotted_key)) is not None:
+        scheme, name = where
+        options = config.code.options(scheme)
+        if name not in options:
+            raise _unknown(dotted_key)
+        return options[name]
     if dotted_key not in KEYS and dotted_key not in TABLES:
         raise _unknown(dotted_key)
     obj = config
@@ -398,8 +493,10 @@ def get(config: Config, dotted_key: str):
 
 
 def to_dict(config: Config) -> dict:
-    """{dotted key: value} for every key."""
-    return {k: get(config, k) for k in KEYS}
+    """{dotted key: value} for every key, and every option of a plug-in scheme."""
+    return {**{k: get(config, k) for k in KEYS},
+            **{dotted(("code", scheme, name)): v
+               for scheme, options in config.code.plugins for name, v in options}}
 
 
 def resolved_stragglers(config: Config) -> int:
@@ -424,10 +521,13 @@ def resolved_lcc_degree(config: Config) -> int:
 # --- validation -----------------------------------------------------------------------------------
 
 def _checked(k: str, value, where=""):
+    if k not in KEYS and plugin_option(k) is not None:
+        return value  # a plug-in's option: its class checks it when the scheme is built
     try:
         return KEYS[k](value)
     except _Bad as bad:
-        raise JobError(k, f"must be {KEYS[k].allowed}, got {_show(value)}{where}{bad.hint}") from None
+        raise JobError(k, f"must be {bad.allowed or KEYS[k].allowed}, got {_show(value)}{where}"
+                          f"{bad.hint}") from None
 
 
 def _consistent(c: Config) -> None:
@@ -469,6 +569,8 @@ def _make(values: dict) -> Config:
         for sub in TABLES:
             if sub.rpartition(".")[0] == table:
                 kw[sub.rpartition(".")[2].replace("-", "_")] = made[sub]
+        if table == "code":
+            kw["plugins"] = _plugins(values)
         made[table] = TABLES[table](**kw)
     config = Config(**{t: made[t] for t in TABLES if "." not in t})
     _consistent(config)
@@ -479,7 +581,7 @@ def replace(config: Config, updates: Mapping[str, Any]) -> Config:
     """A copy of config with some dotted keys changed, re-validated."""
     values = to_dict(config)
     for k, v in updates.items():
-        if k not in KEYS:
+        if k not in KEYS and plugin_option(k) is None:
             raise _unknown(k)
         values[k] = _checked(k, v)
     return _make(values)
@@ -487,6 +589,7 @@ def replace(config: Config, updates: Mapping[str, Any]) -> Config:
 
 def _resolve(flat: dict, sweep: dict, explicit: set, source, base_dir) -> Job:
     values = {k: _checked(k, flat.get(k, DEFAULTS[k])) for k in KEYS}
+    values.update((k, v) for k, v in flat.items() if k not in KEYS)  # plug-ins' options
     swept = {}
     for k, vs in sweep.items():
         shown = "sweep." + _quote(k)
@@ -509,7 +612,19 @@ def _resolve(flat: dict, sweep: dict, explicit: set, source, base_dir) -> Job:
             where = ", ".join(f"{k}={_show(v)}" for k, v in params.items())
             message = str(e).removeprefix(f"{e.key}: ")
             raise JobError(e.key, f"{message} at sweep point {i} ({where})") from None
+    _options_of_listed_schemes(points, [*flat, *swept])
     return Job(points[0].config, swept, points, source, Path(base_dir), frozenset(explicit))
+
+
+def _options_of_listed_schemes(points, keys):
+    """JobError for options of a plug-in scheme that no sweep point lists (a misspelt name)."""
+    listed = list(dict.fromkeys(s for p in points for s in p.config.code.schemes))
+    for k in keys:
+        where = plugin_option(k)
+        if where is not None and where[0] not in listed:
+            table = dotted(("code", where[0]))
+            raise JobError(table, f"holds the options of a scheme that code.schemes does not "
+                                  f"list{_did_you_mean(where[0], listed)}")
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -534,7 +649,9 @@ def _apply(flat: dict, sweep: dict, overrides) -> set:
     for o in overrides.items() if isinstance(overrides, Mapping) else overrides:
         k, v = parse_override(o) if isinstance(o, str) else o
         name = k.removeprefix("sweep.")
-        if name not in KEYS:
+        if name not in KEYS and (where := plugin_option(name)) is not None:
+            name = dotted(("code", *where))  # as the job file's table spells it
+        elif name not in KEYS:
             raise _unknown(name, k)
         if k.startswith("sweep."):
             sweep[name] = v
@@ -558,6 +675,13 @@ def _flatten(raw: dict) -> tuple[dict, dict]:
                 out[k] = v
             elif k in TABLES and isinstance(v, dict):
                 walk(k, v, out, sweeping)
+            elif sweeping and (where := plugin_option(k)) is not None:
+                out[dotted(("code", *where))] = v
+            elif prefix == "code" and is_plugin(name) and not sweeping:
+                if not isinstance(v, dict):
+                    raise JobError(dotted(("code", name)), f"must be a table of the scheme's "
+                                                           f"options, got {_show(v)}")
+                out.update((dotted(("code", name, option)), value) for option, value in v.items())
             elif k in TABLES and not sweeping:
                 raise JobError(k, f"must be a table [{k}], got {_show(v)}")
             else:
