@@ -216,7 +216,8 @@ class PointSetup:
         S = resolved_stragglers(config)
         codes, rules = {}, {}
         for name in config.code.schemes:
-            codes[name] = make_code(name, N, K, **scheme_options(config, name, dataset))
+            codes[name] = make_code(name, N, K, base_dir=base_dir,
+                                    **scheme_options(config, name, dataset))
             rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
         trace = None
         if config.stragglers.model == "trace":

@@ -2,55 +2,22 @@
 
 The function maps an (n, d) float64 array to an (n, m) array, vectorised over rows.  It may
 declare ``fn.classifier = True`` (relacc is then reported) and ``fn.degree = p`` (a polynomial
-of total degree p, which LCC needs).  m is learnt by :func:`gcc_mpi.targets.probe`.  A file is
-imported as a fresh module; its folder is not put on ``sys.path``.
+of total degree p, which LCC needs).  m is learnt by :func:`gcc_mpi.targets.probe`.  How the
+file or module is imported: gcc_mpi.user_code.
 """
-
-import importlib
-import importlib.util
-import itertools
-from pathlib import Path
 
 import numpy as np
 
+from .. import user_code
 from ..errors import JobError
 from .base import Target
 
 KEY = "target.function"
-_counter = itertools.count()
 
 
 def load_function(spec, base_dir="."):
     """Resolve ``spec`` to a callable, or raise JobError("target.function", ...) saying why not."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise JobError(KEY, f"expected 'package.module:function' or 'path/to/file.py:function', "
-                            f"got {spec!r}")
-    where, _, attr = spec.rpartition(":")   # rpartition: Windows drive letters keep their colon
-    if not where or not attr:
-        raise JobError(KEY, f"expected 'package.module:function' or 'path/to/file.py:function', "
-                            f"got {spec!r}")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(base_dir, Path(where).expanduser())
-        if not path.is_file():
-            raise JobError(KEY, f"file not found: {path}")
-        name = f"_gcc_mpi_target_{next(_counter)}_{path.stem}"
-        try:
-            module_spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        except Exception as e:  # the user's code can raise anything while importing
-            raise JobError(KEY, f"importing {path} failed: {type(e).__name__}: {e}") from None
-    else:
-        try:
-            module = importlib.import_module(where)
-        except Exception as e:
-            raise JobError(KEY, f"importing module {where!r} failed: {type(e).__name__}: {e}"
-                           ) from None
-    obj = module
-    for part in attr.split("."):     # "mod:Class.method" is allowed
-        if not hasattr(obj, part):
-            raise JobError(KEY, f"{where!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
+    obj = user_code.load(spec, base_dir, KEY, "function")
     if not callable(obj):
         raise JobError(KEY, f"{spec!r} is a {type(obj).__name__}, not a callable")
     return obj

@@ -1,0 +1,52 @@
+"""The user's own Python code, named in a job file as ``"file.py:name"`` or ``"module:name"``:
+a python target's f (``target.function``) and a plug-in scheme's class (``code.schemes``).
+
+A file is resolved against the job file's folder and imported as a fresh module each time (a
+notebook that edits it gets the new version); its folder is not put on ``sys.path``. A module
+is imported as usual. ``"mod:Class.attr"`` walks attributes. Every failure is one JobError
+naming the key; the user's code may raise anything while it is imported.
+"""
+
+import importlib
+import importlib.util
+import itertools
+from pathlib import Path
+
+from .errors import JobError
+
+_counter = itertools.count()
+
+
+def load(spec, base_dir, key, what="name"):
+    """The object ``spec`` names, or JobError(key, ...) saying why not; ``what`` is the kind
+    of thing after the colon, for the messages ("function", "Class")."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise JobError(key, f"expected 'package.module:{what}' or 'path/to/file.py:{what}', "
+                            f"got {spec!r}")
+    where, _, attr = spec.rpartition(":")   # rpartition: Windows drive letters keep their colon
+    if not where or not attr:
+        raise JobError(key, f"expected 'package.module:{what}' or 'path/to/file.py:{what}', "
+                            f"got {spec!r}")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(base_dir, Path(where).expanduser())
+        if not path.is_file():
+            raise JobError(key, f"file not found: {path}")
+        name = f"_gcc_mpi_user_{next(_counter)}_{path.stem}"
+        try:
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        except Exception as e:
+            raise JobError(key, f"importing {path} failed: {type(e).__name__}: {e}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except Exception as e:
+            raise JobError(key, f"importing module {where!r} failed: {type(e).__name__}: {e}"
+                           ) from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise JobError(key, f"{where!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
