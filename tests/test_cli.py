@@ -89,10 +89,12 @@ def test_single_process_names_the_ranks_the_job_needs(tmp_path):
     code, out, err = launch(["run", str(JOBS / "digits-mlp.toml"), "--set", "job.trials=1",
                              "--set", 'code.schemes=["bacc"]', "-q", "-o", "o.h5"], tmp_path)
     assert code == 0, err
-    assert "`mpiexec -n 41 python -m gcc_mpi run " in err  # N = 40 workers + rank 0
+    # N = 40 workers + rank 0; the command as typed, its options kept
+    assert (f"`mpiexec -n 41 python -m gcc_mpi run {JOBS / 'digits-mlp.toml'} --set job.trials=1"
+            " --set 'code.schemes=[\"bacc\"]' -q -o o.h5`") in err
     code, out, err = launch(["-q", "-o", "d.h5", "--set", "job.trials=2"], tmp_path)
     assert code == 0, err
-    assert "`mpiexec -n 8 python -m gcc_mpi`" in err
+    assert "`mpiexec -n 8 python -m gcc_mpi -q -o d.h5 --set job.trials=2`" in err
     assert "default job for 8 ranks: N = 7 workers, K = 3 inputs per batch" in err
 
 

@@ -58,12 +58,16 @@ def run_command(args, *, simulate, default_output):
                 return 2
             from .run import ranks_needed
 
-            job = f" run {args.job}" if getattr(args, "job", None) else ""
+            import shlex
+
+            given = getattr(args, "argv", None)  # as typed: the job, -o, --set ... kept
+            given = given if given is not None else (["run", args.job] if args.job else [])
+            command = " ".join([getattr(args, "prog", "python -m gcc_mpi"), *map(shlex.quote,
+                                                                              given)])
             print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
-                  f"distributed run with `mpiexec -n {ranks_needed(args)} "
-                  f"{getattr(args, 'prog', 'python -m gcc_mpi')}"
-                  f"{job}` (rank 0 and N = code.workers workers). Running the job in the "
-                  "simulator instead.", file=sys.stderr)
+                  f"distributed run with `mpiexec -n {ranks_needed(args)} {command}` (rank 0 "
+                  "and N = code.workers workers). Running the job in the simulator instead.",
+                  file=sys.stderr)
             return simulate(args)
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
