@@ -1,16 +1,22 @@
 """Post-processing of a results file: pure functions from a path (or Results) to rows and text
 (figures: gcc_mpi.plots, imported only for ``--plot``).
 
-One row per (sweep point, scheme) — the ``analyze --json`` contract of DESIGN.md:
+One row per (sweep point, scheme) — the ``analyze --json`` contract of docs/output.md:
 ``point, scheme, trials, trials_failed, mse, nmse, mse_db, relacc, latency_p50, latency_p99,
-overhead_p50`` plus ``mse_db_ci95`` and ``lengthscale_enc_median``, ``lengthscale_dec_median``
-(the median chosen kernel lengthscales of gcc and gcc-manifold). Means and percentiles are over non-failed trials only;
-values that are undefined (no successful trial, not a classifier, ...) are ``None``.
+overhead_p50`` plus ``mse_db_ci95``, ``relacc_ci95``, ``latency_mean``, ``latency_mean_ci95``,
+``latency_p99_lo``, ``latency_p99_hi`` (95 % confidence intervals) and
+``lengthscale_enc_median``, ``lengthscale_dec_median`` (the median chosen kernel lengthscales of
+gcc and gcc-manifold). Means and percentiles are over non-failed trials only; values that are
+undefined (no successful trial, not a classifier, ...) are ``None``.
 
 ``mse_db_ci95`` is the half-width of a 95 % confidence interval for ``mse_db`` by the delta
 method: with m the mean nmse and s its standard error (sample std / sqrt(n)),
 d(10·log10 m)/dm = 10 / (m ln 10), so the half-width is 1.96 · 10 / ln 10 · s / m dB.
-Deterministic; ``None`` with fewer than two successful trials.
+``relacc_ci95`` and ``latency_mean_ci95`` are 1.96 standard errors of their means. p99's interval
+is distribution-free, from order statistics: the trials' latencies ranked l and u with
+l = F⁻¹(0.025), u = F⁻¹(0.975) + 1 for F the Binomial(n, 0.99) distribution; ``latency_p99_hi``
+is ``None`` below about 370 trials, too few to bound the tail from above. All deterministic;
+``None`` with fewer than two successful trials. Several files: gcc_mpi.comparison.
 """
 
 import csv
@@ -25,11 +31,14 @@ from .errors import JobError
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
 from .results import Results, read_results
+from .tables import aligned, format_param
 
 ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost"}  # codes of dataset error
 _STATS = ("trials", "trials_failed", "mse", "nmse", "mse_db", "mse_db_ci95", "relacc",
-          "latency_p50", "latency_p99", "overhead_p50",
+          "relacc_ci95", "latency_p50", "latency_p99", "latency_mean", "latency_mean_ci95",
+          "latency_p99_lo", "latency_p99_hi", "overhead_p50",
           "lengthscale_enc_median", "lengthscale_dec_median")
+Z95 = 1.96  # a 95 % interval of a mean: 1.96 standard errors
 
 
 def _num(x):
@@ -47,6 +56,26 @@ def _mean(a):
 def _pct(a, q):
     a = a[np.isfinite(a)]
     return _num(np.percentile(a, q)) if a.size else None
+
+
+def _ci95(a):
+    """Half-width of the 95 % interval of the mean of ``a`` (finite values), None below two."""
+    a = a[np.isfinite(a)]
+    return _num(Z95 * np.std(a, ddof=1) / math.sqrt(a.size)) if a.size >= 2 else None
+
+
+def quantile_ci95(a, q):
+    """(lo, hi): the distribution-free 95 % interval of the q-quantile of ``a`` (finite values)
+    from its order statistics; an end that the sample cannot bound (too few values) is None."""
+    from scipy.stats import binom
+
+    a = np.sort(a[np.isfinite(a)])
+    n = a.size
+    if n < 2:
+        return None, None
+    lo = int(binom.ppf(0.025, n, q))       # ranks from 1: x_(lo) and x_(hi)
+    hi = int(binom.ppf(0.975, n, q)) + 1
+    return (_num(a[lo - 1]) if lo >= 1 else None), (_num(a[hi - 1]) if hi <= n else None)
 
 
 def overhead(d):
@@ -80,8 +109,15 @@ def summarize_scheme(d) -> dict:
             row["mse_db_ci95"] = _num(1.96 * 10 / math.log(10) * se / m)
     if "relacc" in d:
         row["relacc"] = _mean(d["relacc"][ok])
-    row["latency_p50"] = _pct(d["latency"][ok], 50)
-    row["latency_p99"] = _pct(d["latency"][ok], 99)
+        if row["relacc"] is not None:
+            row["relacc_ci95"] = _ci95(d["relacc"][ok])
+    latency = d["latency"][ok]
+    row["latency_p50"] = _pct(latency, 50)
+    row["latency_p99"] = _pct(latency, 99)
+    finite = latency[np.isfinite(latency)]
+    row["latency_mean"] = _mean(finite)
+    row["latency_mean_ci95"] = _ci95(finite)
+    row["latency_p99_lo"], row["latency_p99_hi"] = quantile_ci95(finite, 0.99)
     if all(k in d for k in ("used", "arrival", "t_scatter", "t_wait", "t_decode")):
         row["overhead_p50"] = _pct(overhead(d)[ok], 50)
     for side in ("enc", "dec"):  # None for schemes without one, and files from before the field
@@ -126,10 +162,6 @@ def _param_keys(rows):
     return keys
 
 
-def _fmt_param(v):
-    return v if isinstance(v, str) else _json.dumps(v)
-
-
 def _ms(x):
     if x is None:
         return "-"
@@ -137,12 +169,20 @@ def _ms(x):
 
 
 def format_table(rows) -> str:
-    """Aligned text table; ``-`` marks an undefined value."""
+    """Aligned text table; ``-`` marks an undefined value. Rows of several files (``file`` in
+    each, gcc_mpi.comparison) get a first column naming the file."""
     if not rows:
         return "(no trials recorded)"
+    return aligned(*table_cells(rows))
+
+
+def table_cells(rows):
+    """(head, body, left) of the table of ``rows``: column titles, one list of cells (text)
+    per row, and how many leading columns are names (the rest are numbers)."""
     keys = _param_keys(rows)
-    head = keys + ["scheme", "trials (failed)", "nmse [dB] ± ci95", "relacc",
-                   "latency p50 [ms]", "p99 [ms]", "overhead p50 [ms]"]
+    files = ["file"] if any("file" in r for r in rows) else []
+    head = files + keys + ["scheme", "trials (failed)", "nmse [dB] ± ci95", "relacc",
+                           "latency p50 [ms]", "p99 [ms]", "overhead p50 [ms]"]
     erasures = any(r.get("workers_lost") or any(r.get("erasures", {}).values()) for r in rows)
     if erasures:  # only when some worker result was erased (f raised, NaN, shape, rank died)
         head.append("erasures")
@@ -151,19 +191,14 @@ def format_table(rows) -> str:
         db = "-" if r["mse_db"] is None else f"{r['mse_db']:.2f}"
         if r["mse_db"] is not None and r.get("mse_db_ci95") is not None:
             db += f" ± {r['mse_db_ci95']:.2f}"
-        body.append([_fmt_param(r["point"][k]) if k in r["point"] else "-" for k in keys] + [
+        body.append([r["file"] for _ in files]
+                    + [format_param(r["point"][k]) if k in r["point"] else "-" for k in keys] + [
             r["scheme"], f"{r['trials']} ({r['trials_failed']})", db,
             "-" if r["relacc"] is None else f"{r['relacc']:.3f}",
             _ms(r["latency_p50"]), _ms(r["latency_p99"]), _ms(r["overhead_p50"])]
             + ([_erasure_text(r)] if erasures else []))
-    width = [max(len(str(c)) for c in col) for col in zip(head, *body)]
-    left = len(keys) + 1  # params and scheme left-aligned, numbers right-aligned
+    return head, body, len(files) + len(keys) + 1
 
-    def line(cells):
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, width))).rstrip()
-
-    return "\n".join([line(head), line(["-" * w for w in width])] + [line(b) for b in body])
 
 
 def _clean(x):
@@ -187,9 +222,11 @@ def to_json(rows) -> str:
 
 def write_csv(rows, path) -> None:
     """One line per row; point parameters first as columns named by their dotted key
-    (``point.<key>`` if a key clashes with a statistic), empty cell for undefined values."""
+    (``point.<key>`` if a key clashes with a statistic), empty cell for undefined values;
+    rows of several files start with a column ``file``."""
     keys = _param_keys(rows)
-    names = [f"point.{k}" if k in _STATS or k == "scheme" else k for k in keys]
+    files = ["file"] if any("file" in r for r in rows) else []
+    names = files + [f"point.{k}" if k in _STATS or k in ("scheme", "file") else k for k in keys]
     parent = os.path.dirname(os.fspath(path))
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -200,21 +237,26 @@ def write_csv(rows, path) -> None:
                    + ["workers_lost"])
         for r in rows:
             erased = r.get("erasures", {})
-            w.writerow([_fmt_param(r["point"][k]) if k in r["point"] else "" for k in keys]
+            w.writerow([r["file"] for _ in files]
+                       + ["" if r["point"].get(k) is None else format_param(r["point"][k])
+                          for k in keys]
                        + [r["scheme"]] + ["" if r.get(s) is None else r[s] for s in _STATS]
                        + [erased.get(k, 0) for k in kinds] + [r.get("workers_lost", 0)])
 
 
-def check_outputs(csv=None, plot=None):
-    """JobError naming the option when --csv is a folder or --plot is a file, or either
-    cannot be created."""
-    if csv:
-        if os.path.isdir(csv):
-            raise JobError("--csv", f"{csv} is a folder; give the CSV file's name, e.g. "
-                                    f"--csv {os.path.join(csv, 'table.csv')}")
-        parent = os.path.dirname(os.fspath(csv)) or "."
+def check_outputs(csv=None, plot=None, html=None):
+    """JobError naming the option when --csv or --html is a folder or --plot is a file, or
+    either cannot be created."""
+    for option, path in (("--csv", csv), ("--html", html)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            example = os.path.join(path, "table.csv" if option == "--csv" else "report.html")
+            raise JobError(option, f"{path} is a folder; give the file's name, e.g. "
+                                   f"{option} {example}")
+        parent = os.path.dirname(os.fspath(path)) or "."
         if os.path.exists(parent) and not os.path.isdir(parent):
-            raise JobError("--csv", f"{parent} is a file, not a folder")
+            raise JobError(option, f"{parent} is a file, not a folder")
     if plot:
         if os.path.exists(plot) and not os.path.isdir(plot):
             raise JobError("--plot", f"{plot} is a file; --plot takes a folder for the figures "
@@ -229,42 +271,125 @@ def _writing(option, path, write):
         raise JobError(option, f"cannot write {path}: {e.strerror or e}") from None
 
 
-def main_analyze(path, json=False, csv=None, rate=None, plot=None) -> int:
-    """``python -m gcc_mpi analyze``: print the table (or JSON), optionally write a CSV and
-    the figures (``plot``: a folder; see gcc_mpi.plots). Raises JobError if ``path`` is missing
-    or not a gcc_mpi file, or if ``plot`` is asked for without matplotlib."""
-    check_outputs(csv, plot)  # a bad --csv or --plot fails before any output
+class Analysis:
+    """What ``analyze`` reports of one results file or several compared: the files (Results),
+    their labels (None for one file without a label), the summary rows (labelled when several,
+    gcc_mpi.comparison) and the differences of matching rows against the first file."""
+
+    def __init__(self, paths, labels=None):
+        from . import comparison
+
+        paths = [paths] if isinstance(paths, (str, os.PathLike, Results)) else list(paths)
+        self.results = [r if isinstance(r, Results) else read_results(r) for r in paths]
+        self.several = len(self.results) > 1 or bool(labels)
+        self.labels = comparison.labels_for([r.path for r in self.results], labels) \
+            if self.several else [None]
+        self.per_file = [summarize(r) for r in self.results]
+        self.rows = comparison.label_rows(self.results, self.labels, self.per_file) \
+            if self.several else self.per_file[0]
+        self.differences = comparison.differences(self.rows) if len(self.results) > 1 else []
+
+    def rates(self, key):
+        """{label: {scheme: Rate}} of each file (a bad key fails with a JobError)."""
+        return {label: fit_rate_details(rows, key)
+                for label, rows in zip(self.labels, self.per_file)}
+
+    def header(self):
+        """One line per file: where it came from."""
+        lines = []
+        for label, r in zip(self.labels, self.results):
+            a = r.attrs
+            named = f"{label} = " if label else ""
+            lines.append(f"# {named}{r.path}: gcc_mpi {a.get('version')}, mpi {a.get('mpi')}, "
+                         f"created {a.get('created')}")
+        return "\n".join(lines)
+
+    def text(self):
+        """The table (and the differences, for several files), as printed."""
+        from .comparison import format_differences
+
+        out = [self.header(), format_table(self.rows)]
+        if len(self.results) > 1:
+            out += ["", format_differences(self.differences, self.labels)]
+        return "\n".join(out)
+
+    def json(self):
+        """The JSON rows of one file (the contract), or for several
+        ``{"files": [...], "rows": [...], "differences": [...]}``."""
+        if not self.several:
+            return to_json(self.rows)
+        files = [{"file": label, "path": r.path, "complete": r.complete,
+                  **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")}}
+                 for label, r in zip(self.labels, self.results)]
+        return _json.dumps(_clean({"files": files, "rows": self.rows,
+                                   "differences": self.differences}), indent=2, allow_nan=False)
+
+    def cells(self):
+        """(head, body, left) of the summary table (``table_cells``)."""
+        return table_cells(self.rows)
+
+
+def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
+                 labels=None) -> int:
+    """``python -m gcc_mpi analyze``: print the table (or JSON) of one results file or of
+    several compared (gcc_mpi.comparison), optionally write a CSV, the figures (``plot``: a
+    folder; see gcc_mpi.plots) and an HTML report (``html``: a file). Raises JobError if a
+    path is missing or not a gcc_mpi file, or if figures are asked for without matplotlib."""
+    check_outputs(csv, plot, html)  # a bad --csv, --plot or --html fails before any output
     from .probe import is_probe_file, main_analyze_probe
 
-    if is_probe_file(path):  # a probe's file (python -m gcc_mpi probe): its own summary
-        if csv or rate:
-            raise JobError("--csv" if csv else "--rate", "applies to results files, not to a "
-                                                         "probe file")
-        return main_analyze_probe(path, json_out=json, plot=plot)
-    results = read_results(path)
-    rows = summarize(results)
-    rates = fit_rate_details(rows, rate) if rate else None  # a bad key fails before any output
-    if plot:
-        from .plots import plot_all, require_matplotlib
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    probes = [p for p in paths if is_probe_file(p)]
+    if probes:  # a probe's file (python -m gcc_mpi probe): its own summary
+        if len(paths) > 1:
+            raise JobError("analyze", f"{probes[0]} is a probe file: compare results files, "
+                                      "and analyze a probe file on its own")
+        for option, given in (("--csv", csv), ("--rate", rate), ("--html", html),
+                              ("--label", labels)):
+            if given:
+                raise JobError(option, "applies to results files, not to a probe file")
+        return main_analyze_probe(paths[0], json_out=json, plot=plot)
+    analysis = Analysis(paths, labels)
+    rates = analysis.rates(rate) if rate else None  # a bad key fails before any output
+    if plot or html:
+        from .plots import require_matplotlib
 
         require_matplotlib()  # a missing extra fails before any output too
     if csv:
-        _writing("--csv", csv, lambda: write_csv(rows, csv))
+        _writing("--csv", csv, lambda: write_csv(analysis.rows, csv))
     if plot:
-        for figure in _writing("--plot", plot, lambda: plot_all(results, plot, rows)):
+        from .plots import plot_all
+
+        shown = analysis.labels if analysis.several else ()
+        for figure in _writing("--plot", plot, lambda: plot_all(analysis.results, plot,
+                                                                analysis.rows, shown)):
             print(f"wrote {figure}", file=sys.stderr)
+    if html:
+        from .html_report import build
+
+        page = build(analysis, rate)
+        _writing("--html", html, lambda: _write_text(html, page))
+        print(f"wrote {html}", file=sys.stderr)
     if json and rate:
-        print(_json.dumps(_clean(rates_json(rates, rate))))
+        shown = {label: rates_json(r, rate) for label, r in rates.items()}
+        print(_json.dumps(_clean(shown if analysis.several else shown[None])))
     elif json:
-        print(to_json(rows))
+        print(analysis.json())
     else:
-        a = results.attrs
-        print(f"# {results.path}: gcc_mpi {a.get('version')}, mpi {a.get('mpi')}, "
-              f"created {a.get('created')}")
-        print(format_table(rows))
+        print(analysis.text())
     if rate and not json:
-        print(format_rates(rates, rate))
-    if not results.complete:
-        print(f"note: {results.path} is incomplete (run interrupted or still running)",
-              file=sys.stderr)
+        for label, r in rates.items():
+            print((f"{label}: " if label else "") + format_rates(r, rate))
+    for r in analysis.results:
+        if not r.complete:
+            print(f"note: {r.path} is incomplete (run interrupted or still running)",
+                  file=sys.stderr)
     return 0
+
+
+def _write_text(path, text):
+    parent = os.path.dirname(os.fspath(path))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)

@@ -1,28 +1,35 @@
-"""Figures of a results file (``python -m gcc_mpi analyze OUT.h5 --plot DIR``).
+"""Figures of results files (``python -m gcc_mpi analyze OUT.h5 [MORE.h5 ...] --plot DIR``).
 
-One PNG (6 x 4 in, 100 dpi) per kind of figure that applies to the file, named after the job:
+Each kind of figure that applies to the files is written as a PNG (7.5 x 4 in, 100 dpi) and an
+SVG, named after the job (``comparison`` when files of different jobs are compared):
 
-- ``<job>-mse-vs-S.png``: NMSE in dB (mean ± 95 % CI) against the number of stragglers, one line
+- ``<job>-mse-vs-S``: NMSE in dB (mean ± 95 % CI) against the number of stragglers, one line
   per scheme, when ``stragglers.count`` is swept; the same against any other numeric swept key
-  (``-mse-vs-<key>.png``);
-- ``<job>-mse-vs-N.png``: mean NMSE against the number of workers on log-log axes, with the
+  (``-mse-vs-<key>``);
+- ``<job>-mse-vs-N``: mean NMSE against the number of workers on log-log axes, with the
   least-squares slope of each scheme (``rates.fit_rates``, as ``--rate code.workers``) drawn
   and given in the legend, when ``code.workers`` is swept;
-- ``<job>-relacc-vs-S.png`` (``-vs-<key>``): relacc against the same keys when f is a classifier;
-- ``<job>-latency-cdf.png``: the distribution of the per-trial latency of each scheme at the
-  last sweep point (the one with the most stragglers or workers in the shipped jobs).
+- ``<job>-relacc-vs-S`` (``-vs-<key>``): relacc against the same keys when f is a classifier;
+- ``<job>-tradeoff``: accuracy against latency, every (point, scheme): NMSE in dB (± its CI)
+  against the mean latency (filled, ± its CI) and the p99 latency (hollow, with its
+  distribution-free CI), a scheme's points joined in sweep order;
+- ``<job>-latency-cdf``: the distribution of the per-trial latency of each scheme at the last
+  sweep point (the one with the most stragglers or workers in the shipped jobs);
+- ``<job>-nmse-distribution``: the distribution of the per-trial NMSE (in dB) of each
+  approximate scheme at the last sweep point.
 
-When other keys are swept too, each combination of their values gets its own line style. Schemes
-whose NMSE is at round-off (exact codes, below -200 dB) are left out of the accuracy figures and
-named in the legend: they would flatten every other line. Titles say what the job computed
-(data, f, K, N, straggler model, trials, simulated or measured over MPI), so a figure reads
-without the job file.
+When other keys are swept too, each combination of their values gets its own line style; so
+does each file when several are compared (on the same axes). Schemes whose NMSE is at round-off
+(exact codes, below -200 dB) are left out of the accuracy figures and named in the legend: they
+would flatten every other line (the trade-off draws them at its bottom edge). Titles say what
+the job computed (data, f, K, N, straggler model, trials, simulated or measured over MPI), so a
+figure reads without the job file.
 
 matplotlib (the ``[plot]`` extra) is imported only here, and only the object-oriented API with
 the Agg canvas is used: no pyplot state, no display needed.
 """
 
-import math
+import json
 import os
 import sys
 import textwrap
@@ -39,6 +46,7 @@ else:  # pragma: no cover
 
 ROUNDOFF_DB = -200.0
 SIZE, DPI = (7.5, 4.0), 100  # wide enough for the legend right of the axes
+FORMATS = ("png", "svg")
 SHORT = {"stragglers.count": "S", "code.workers": "N", "data.batch": "K"}
 AXIS = {
     "stragglers.count": "stragglers S (stragglers.count)",
@@ -51,6 +59,7 @@ AXIS = {
 STYLES = ["-", "--", ":", "-."]
 COLORS = {"bacc": "C0", "letcc": "C1", "gcc": "C2", "gcc-manifold": "C3", "lcc": "C4",
           "replication": "C5", "uncoded": "C7"}
+SPARE_COLORS = ["C6", "C8", "C9", "tab:olive", "tab:cyan", "navy", "maroon", "darkgreen"]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 
 
@@ -72,16 +81,21 @@ def _figure():
 
 # -- what the job was, in words ----------------------------------------------------------------
 class _Job:
-    """The resolved job of a file (its ``config`` attribute), for titles and file names."""
+    """The resolved job of a file (its ``config`` attribute), for titles and file names; with
+    several files (``labels``), the first one's, and how each was run."""
 
-    def __init__(self, results):
-        try:
-            self.cfg = tomllib.loads(results.config_toml or "")
-        except tomllib.TOMLDecodeError:
-            self.cfg = {}
-        self.name = self.get("job.name") or os.path.splitext(os.path.basename(results.path))[0]
+    def __init__(self, results, labels=(), schemes=()):
+        results = results if isinstance(results, (list, tuple)) else [results]
+        self.cfg = _config(results[0])
+        names = {_config(r).get("job", {}).get("name") or
+                 os.path.splitext(os.path.basename(r.path))[0] for r in results}
+        self.name = names.pop() if len(names) == 1 else "comparison"
         self.sweep = self.cfg.get("sweep", {})
-        self.mpi = results.attrs.get("mpi") or ""
+        self.mpi = results[0].attrs.get("mpi") or ""
+        self.runs = list(zip(labels, (r.attrs.get("mpi") or "" for r in results))) \
+            if len(results) > 1 else []
+        spare = iter(SPARE_COLORS * (1 + len(schemes) // len(SPARE_COLORS)))
+        self.colors = {s: COLORS[s] if s in COLORS else next(spare) for s in schemes}
 
     def get(self, key):
         """The key's value, or None when it is swept (or missing)."""
@@ -165,21 +179,59 @@ class _Job:
         elif wait == "all":
             parts.append("decode when all arrived")
         trials = self.get("job.trials")
-        how = ("simulated (waits = injected delays)" if self.mpi == "simulate"
-               else "measured over MPI")
-        parts.append(f"{trials} trials per point, {how}")
+        if self.runs:
+            parts.append(f"{trials} trials per point in the first file; "
+                         + "; ".join(f"{label}: {_how(mpi, short=True)}"
+                                     for label, mpi in self.runs))
+        else:
+            parts.append(f"{trials} trials per point, {_how(self.mpi)}")
         return "\n".join(textwrap.wrap(", ".join(parts), 92))
+
+    def color(self, scheme):
+        """One colour per scheme in every figure (plug-ins: spare colours, in order)."""
+        return self.colors.get(scheme) or COLORS.get(scheme, "C8")
+
+
+def _config(results):
+    try:
+        return tomllib.loads(results.config_toml or "")
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _how(mpi, short=False):
+    if mpi == "simulate":
+        return "simulated" if short else "simulated (waits = injected delays)"
+    return "over MPI" if short else "measured over MPI"
 
 
 def _save(fig, path):
-    """Write the figure as a PNG with a 256-colour palette: a third of the bytes of
-    matplotlib's RGBA file for these line plots, and the same look."""
+    """Write the figure by its file's suffix: an SVG (text as paths, no date and fixed ids,
+    so the same figure gives the same file), or a PNG with a 256-colour palette (a third of
+    the bytes of matplotlib's RGBA file for these line plots, and the same look)."""
+    if os.fspath(path).endswith(".svg"):
+        with open(path, "wb") as out:
+            out.write(svg(fig))
+        return path
     from PIL import Image  # matplotlib depends on Pillow
 
     fig.canvas.draw()
     rgba = Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba())
     rgba.convert("RGB").quantize(256).save(path, optimize=True)
     return path
+
+
+def svg(fig):
+    """The figure as SVG bytes: text as paths (no font needed to show it), no date and fixed
+    ids, so the same figure gives the same bytes."""
+    import io
+
+    from matplotlib import rc_context
+
+    out = io.BytesIO()
+    with rc_context({"svg.hashsalt": "gcc_mpi"}):
+        fig.savefig(out, format="svg", metadata={"Date": None})
+    return out.getvalue()
 
 
 def _title(fig, ax, job, title, shown=()):
@@ -192,27 +244,29 @@ def _numeric(values):
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
+def _others(r, key):
+    """A row's file (when several are compared) and its other swept parameters, as text."""
+    parts = [r["file"]] if "file" in r else []
+    parts += [f"{_short(k)} = {v}" for k, v in r["point"].items() if k != key]
+    return ", ".join(parts)
+
+
 def _series(rows, key):
-    """{(scheme, other params as text): [row, ...] sorted by the key's value}, in file order."""
+    """{(scheme, file and other params as text): [row, ...] sorted by the key's value}, in
+    file order."""
     out = {}
     for r in rows:
         if key not in r["point"]:
             continue
-        others = ", ".join(f"{_short(k)} = {v}" for k, v in r["point"].items() if k != key)
-        out.setdefault((r["scheme"], others), []).append(r)
+        out.setdefault((r["scheme"], _others(r, key)), []).append(r)
     for rs in out.values():
         rs.sort(key=lambda r: r["point"][key])
     return out
 
 
-def _color(scheme):
-    """One colour per scheme in every figure."""
-    return COLORS.get(scheme, "C8")
-
-
-def _style(scheme, others, combos):
+def _style(job, scheme, others, combos):
     i = combos.index(others)
-    return dict(color=_color(scheme), linestyle=STYLES[i % len(STYLES)],
+    return dict(color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
                 marker=MARKERS[i % len(MARKERS)])
 
 
@@ -252,7 +306,7 @@ def _legend(ax, left_out=(), **kw):
 
 
 # -- the figures -----------------------------------------------------------------------------
-def plot_accuracy(job, rows, key, path):
+def plot_accuracy(job, rows, key):
     """NMSE [dB] against a numeric swept key (log-log mean NMSE with fitted slopes for N)."""
     series = _series(rows, key)
     combos = list(dict.fromkeys(o for _, o in series))
@@ -264,7 +318,7 @@ def plot_accuracy(job, rows, key, path):
         if not rs or _exact(rs):
             left_out.append(scheme)
             continue
-        style = _style(scheme, others, combos)
+        style = _style(job, scheme, others, combos)
         x = np.array([r["point"][key] for r in rs], dtype=float)
         ci = np.array([r.get("mse_db_ci95") or 0.0 for r in rs])
         if loglog:
@@ -303,10 +357,10 @@ def plot_accuracy(job, rows, key, path):
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, list(dict.fromkeys(left_out)))
     _title(fig, ax, job, title, shown=(key,))
-    return _save(fig, path)
+    return fig
 
 
-def plot_relacc(job, rows, key, path):
+def plot_relacc(job, rows, key):
     """relacc against a numeric swept key (f a classifier)."""
     series = _series(rows, key)
     combos = list(dict.fromkeys(o for _, o in series))
@@ -317,7 +371,7 @@ def plot_relacc(job, rows, key, path):
             continue
         x = [r["point"][key] for r in rs]
         ax.plot(x, [r["relacc"] for r in rs], label=_label(scheme, others),
-                **_style(scheme, others, combos))
+                **_style(job, scheme, others, combos))
     _ticks(ax, sorted({r["point"][key] for r in rows if key in r["point"]}),
            log=key == "code.workers")
     lo = min((r["relacc"] for r in rows if r["relacc"] is not None), default=0.0)
@@ -327,25 +381,50 @@ def plot_relacc(job, rows, key, path):
     ax.grid(True, alpha=0.3)
     _legend(ax, loc="lower left")
     _title(fig, ax, job, f"class agreement (relacc) vs {_what(key)}", shown=(key,))
-    return _save(fig, path)
+    return fig
 
 
-def plot_latency_cdf(job, results, path):
-    """Empirical CDF of each scheme's latency at the last sweep point."""
-    point = results.points[-1]
+def last_points(results, labels):
+    """[(label, params, {scheme: datasets})] of each file's last sweep point, the per-trial
+    figures' data (labels None when there is one file)."""
+    return [(label, r.points[-1].params, r.points[-1].schemes) for label, r in
+            zip(labels, results) if r.points]
+
+
+def _ok(d, key):
+    """A scheme's finite per-trial ``key`` values of its trials that did not fail."""
+    a = np.asarray(d[key], dtype=float)
+    ok = ~d["failed"].astype(bool) if "failed" in d else np.ones(len(a), bool)
+    a = a[ok[:len(a)]]
+    return a[np.isfinite(a)]
+
+
+def _where(points):
+    """", at S = 20" when one file's last point has parameters; "" otherwise."""
+    if len(points) != 1 or not points[0][1]:
+        return ""
+    return " at " + ", ".join(f"{_short(k)} = {v}" for k, v in points[0][1].items())
+
+
+def _cdf(ax, values, **style):
+    values = np.sort(values)
+    frac = np.arange(1, values.size + 1) / values.size
+    ax.step(np.r_[values[0], values], np.r_[0.0, frac], where="post", **style)
+
+
+def plot_latency_cdf(job, points):
+    """Empirical CDF of each scheme's latency at the last sweep point of each file."""
     fig, ax = _figure()
     spans = []
-    for scheme, d in point.schemes.items():
-        ok = ~d["failed"].astype(bool) if "failed" in d else np.ones(len(d["latency"]), bool)
-        lat = 1e3 * d["latency"][ok]
-        lat = np.sort(lat[np.isfinite(lat)])
-        if not lat.size:
-            continue
-        spans += [lat[0], lat[-1]]
-        frac = np.arange(1, lat.size + 1) / lat.size
-        p50 = np.percentile(lat, 50)
-        ax.step(np.r_[lat[0], lat], np.r_[0.0, frac], where="post", color=_color(scheme),
-                label=f"{scheme} (median {p50:.3g} ms)")
+    for i, (label, _, schemes) in enumerate(points):
+        for scheme, d in schemes.items():
+            lat = 1e3 * _ok(d, "latency")
+            if not lat.size:
+                continue
+            spans += [lat.min(), lat.max()]
+            name = f"{scheme} ({label})" if label else scheme
+            _cdf(ax, lat, color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
+                 label=f"{name} (median {np.median(lat):.3g} ms)")
     if spans and min(spans) > 0 and max(spans) / min(spans) > 20:
         from matplotlib.ticker import FuncFormatter
 
@@ -356,10 +435,107 @@ def plot_latency_cdf(job, results, path):
     ax.set_ylabel("fraction of trials with latency ≤ x")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, loc="best")
-    where = ", ".join(f"{_short(k)} = {v}" for k, v in point.params.items())
-    _title(fig, ax, job, "latency distribution per scheme" + (f" at {where}" if where else ""),
-           shown=tuple(point.params))
-    return _save(fig, path)
+    shown = tuple(points[0][1]) if len(points) == 1 else ()
+    _title(fig, ax, job, "latency distribution per scheme" + _where(points), shown=shown)
+    return fig
+
+
+def plot_nmse_distribution(job, points):
+    """Empirical CDF of each approximate scheme's per-trial NMSE in dB at the last sweep point
+    of each file; exact schemes (at round-off) are named in the legend instead."""
+    fig, ax = _figure()
+    left_out, curves = [], []
+    for i, (label, _, schemes) in enumerate(points):
+        for scheme, d in schemes.items():
+            nmse = _ok(d, "nmse")
+            db = 10 * np.log10(np.maximum(nmse, 1e-300))
+            name = f"{scheme} ({label})" if label else scheme
+            if not db.size or db.max() < ROUNDOFF_DB:
+                left_out.append(name)
+                continue
+            curves.append((db, dict(color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
+                                    label=f"{name} (median {np.median(db):.1f} dB)")))
+    # a trial decoded exactly (no straggler among the results it needed) is at round-off,
+    # hundreds of dB below the rest: such trials are drawn at the left edge instead
+    above = [db[db >= ROUNDOFF_DB] for db, _ in curves]
+    edge = min((a.min() for a in above if a.size), default=ROUNDOFF_DB) - 5.0
+    for db, style in curves:
+        _cdf(ax, np.maximum(db, edge), **style)
+    exact = any((db < ROUNDOFF_DB).any() for db, _ in curves)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("NMSE of one trial [dB] (lower is better"
+                  + ("; left edge: exact, at round-off)" if exact else ")"))
+    ax.set_ylabel("fraction of trials with NMSE ≤ x")
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, left_out)
+    shown = tuple(points[0][1]) if len(points) == 1 else ()
+    _title(fig, ax, job, "NMSE per trial, distribution per scheme" + _where(points),
+           shown=shown)
+    return fig
+
+
+def plot_tradeoff(job, rows):
+    """NMSE [dB] against latency for every (point, scheme): the mean latency (filled, ± its
+    95 % CI) and p99 (hollow, with its distribution-free CI), NMSE ± its CI; a scheme's points
+    in sweep order are joined (one line style per file and other swept keys)."""
+    # an exact scheme's mean nmse is at round-off, or 0 (mse_db None) when every trial was
+    # exact to the last bit: both are drawn at the bottom edge
+    shown = [dict(r, mse_db=r["mse_db"] if r["mse_db"] is not None else -np.inf)
+             for r in rows if r["nmse"] is not None and r["latency_mean"] is not None]
+    approx = [r["mse_db"] for r in shown if r["mse_db"] >= ROUNDOFF_DB]
+    floor = (min(approx) - 0.15 * max(np.ptp(approx), 10.0)) if approx else -10.0
+    swept = list(dict.fromkeys(k for r in rows for k in r["point"]))
+    fig, ax = _figure()
+    series = {}
+    for r in shown:
+        series.setdefault((r["scheme"], r.get("file", "")), []).append(r)
+    files = list(dict.fromkeys(f for _, f in series))
+    exact = False
+    for (scheme, label), rs in series.items():
+        style = STYLES[files.index(label) % len(STYLES)]
+        marker = MARKERS[files.index(label) % len(MARKERS)]
+        color = job.color(scheme)
+        y = np.array([r["mse_db"] if r["mse_db"] >= ROUNDOFF_DB else floor for r in rs])
+        at_floor = np.array([r["mse_db"] < ROUNDOFF_DB for r in rs])
+        exact |= bool(at_floor.any())
+        yerr = np.array([0.0 if f else (r["mse_db_ci95"] or 0.0) for r, f in zip(rs, at_floor)])
+        mean = np.array([1e3 * r["latency_mean"] for r in rs])
+        mean_err = np.array([1e3 * (r["latency_mean_ci95"] or 0.0) for r in rs])
+        p99 = np.array([1e3 * r["latency_p99"] for r in rs])
+        # with few trials the interval's lower end can exceed the interpolated p99 (two
+        # trials: the larger one is a 98 % lower bound), and the upper end is unbounded
+        lo = np.array([max(p - 1e3 * r["latency_p99_lo"], 0.0)
+                       if r["latency_p99_lo"] is not None else 0.0 for p, r in zip(p99, rs)])
+        hi = np.array([max(1e3 * r["latency_p99_hi"] - p, 0.0)
+                       if r["latency_p99_hi"] is not None else 0.0 for p, r in zip(p99, rs)])
+        name = f"{scheme} ({label})" if label else scheme
+        ax.errorbar(mean, y, xerr=mean_err, yerr=yerr, color=color, linestyle=style,
+                    marker=marker, markersize=5, capsize=2, linewidth=1, label=name)
+        ax.errorbar(p99, y, xerr=[lo, hi], color=color, linestyle="none", marker=marker,
+                    markerfacecolor="white", markersize=5, capsize=2, linewidth=0.8)
+        for a, b, h in zip(mean, p99, y):  # the tail of each point: mean to p99
+            ax.plot([a, b], [h, h], color=color, linestyle=":", linewidth=0.8)
+        if len(swept) == 1 and len(rs) <= 8 and len(rs) > 1:
+            for a, h, r in zip(mean, y, rs):
+                ax.annotate(f"{_short(swept[0])}={r['point'].get(swept[0])}", (a, h),
+                            textcoords="offset points", xytext=(3, 3), fontsize=6,
+                            color=color)
+    xs = [1e3 * r[k] for r in shown for k in ("latency_mean", "latency_p99")]
+    if xs and min(xs) > 0 and max(xs) / min(xs) > 20:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("latency per trial [ms]: mean (filled) and p99 (hollow), 95% CIs")
+    ax.set_ylabel("NMSE [dB], mean ± 95% CI\n(lower is better)")
+    ax.grid(True, which="major", alpha=0.3)
+    if exact:
+        ax.axhline(floor, color="0.6", linewidth=0.6)
+        ax.text(ax.get_xlim()[0], floor, " exact (NMSE at round-off)", fontsize=6.5,
+                color="0.4", va="bottom")
+    _legend(ax)
+    _title(fig, ax, job, "accuracy against latency per scheme")
+    return fig
 
 
 def _short(key):
@@ -371,25 +547,58 @@ def _what(key):
             "code.workers": "workers N", "data.batch": "batch size K"}.get(key, key)
 
 
-def plot_all(results, outdir, rows):
-    """Write every figure that applies to ``results`` (a Results, summarised in ``rows`` by
-    ``analyze.summarize``) into ``outdir``; returns the paths written."""
+# what each kind of figure shows, for a report's captions
+CAPTIONS = {
+    "mse-vs": "NMSE in dB (mean ± 95% CI) against a swept key, one line per scheme",
+    "relacc-vs": "relacc, the fraction of inputs whose argmax class is right, against a swept "
+                 "key",
+    "tradeoff": "accuracy against latency: NMSE (± 95% CI) against the mean latency (filled, "
+                "± 95% CI) and p99 (hollow, distribution-free 95% CI) of every point and scheme",
+    "latency-cdf": "the distribution of the per-trial latency of each scheme at the last sweep "
+                   "point",
+    "nmse-distribution": "the distribution of the per-trial NMSE of each approximate scheme at "
+                         "the last sweep point",
+}
+
+
+def figures(results, rows, labels=()):
+    """[(kind, Figure)] of every figure that applies to ``results`` (a Results, or a list of
+    them compared on the same axes, named by ``labels``), summarised in ``rows``
+    (``analyze.summarize``, or the labelled rows of several files, gcc_mpi.comparison). ``kind``
+    names the figure (``mse-vs-S``, ``tradeoff``, ...; ``CAPTIONS`` says what each shows)."""
     require_matplotlib()
-    job = _Job(results)
-    os.makedirs(outdir, exist_ok=True)
-    written = []
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    labels = list(labels) or [None] * len(results)
+    job = _Job(results, labels, schemes=list(dict.fromkeys(r["scheme"] for r in rows)))
+    made = []
     swept = list(dict.fromkeys(k for r in rows for k in r["point"]))
     classifier = any(r["relacc"] is not None for r in rows)
     for key in swept:
-        values = {r["point"][key] for r in rows if key in r["point"]}
-        if len(values) < 2 or not _numeric(values):
+        values = {json.dumps(r["point"][key]) for r in rows if key in r["point"]}
+        if len(values) < 2 or not _numeric([r["point"][key] for r in rows if key in r["point"]]):
             continue
-        stem = os.path.join(outdir, f"{job.name}-%s-vs-{_short(key)}.png")
-        written.append(plot_accuracy(job, rows, key, stem % "mse"))
+        made.append((f"mse-vs-{_short(key)}", plot_accuracy(job, rows, key)))
         if classifier:
-            written.append(plot_relacc(job, rows, key, stem % "relacc"))
-    if results.points and any(math.isfinite(v) for d in results.points[-1].schemes.values()
-                              for v in d.get("latency", [])):
-        written.append(plot_latency_cdf(job, results,
-                                        os.path.join(outdir, f"{job.name}-latency-cdf.png")))
-    return written
+            made.append((f"relacc-vs-{_short(key)}", plot_relacc(job, rows, key)))
+    if any(r["latency_mean"] is not None and r["nmse"] is not None for r in rows):
+        made.append(("tradeoff", plot_tradeoff(job, rows)))
+    points = last_points(results, labels)
+    if any(_ok(d, "latency").size for _, _, schemes in points for d in schemes.values()):
+        made.append(("latency-cdf", plot_latency_cdf(job, points)))
+    if any(_ok(d, "nmse").size for _, _, schemes in points for d in schemes.values()):
+        made.append(("nmse-distribution", plot_nmse_distribution(job, points)))
+    return job.name, made
+
+
+def caption(kind):
+    """What a figure of this kind shows (``CAPTIONS``)."""
+    return next(text for prefix, text in CAPTIONS.items() if kind.startswith(prefix))
+
+
+def plot_all(results, outdir, rows, labels=(), formats=FORMATS):
+    """Write every figure that applies (``figures``) into ``outdir`` as
+    ``<job>-<kind>.<format>`` for each of ``formats``; returns the paths written."""
+    name, made = figures(results, rows, labels)
+    os.makedirs(outdir, exist_ok=True)
+    return [_save(fig, os.path.join(outdir, f"{name}-{kind}.{ext}"))
+            for kind, fig in made for ext in formats]

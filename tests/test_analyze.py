@@ -55,9 +55,10 @@ def test_summarize_by_hand(h5):
         ({"stragglers.count": 5}, "gcc")]
     gcc, bacc, dead = rows
     assert set(gcc) == {"point", "scheme", "trials", "trials_failed", "mse", "nmse", "mse_db",
-                        "mse_db_ci95", "relacc", "latency_p50", "latency_p99", "overhead_p50",
-                        "lengthscale_enc_median", "lengthscale_dec_median", "erasures",
-                        "workers_lost"}
+                        "mse_db_ci95", "relacc", "relacc_ci95", "latency_p50", "latency_p99",
+                        "latency_mean", "latency_mean_ci95", "latency_p99_lo", "latency_p99_hi",
+                        "overhead_p50", "lengthscale_enc_median", "lengthscale_dec_median",
+                        "erasures", "workers_lost"}
     assert gcc["erasures"] == {"raised": 0, "nonfinite": 0, "shape": 0, "lost": 0}
     assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
@@ -67,9 +68,17 @@ def test_summarize_by_hand(h5):
     assert gcc["relacc"] is None  # not a classifier
     assert gcc["latency_p50"] == pytest.approx(0.2)
     assert gcc["latency_p99"] == pytest.approx(0.2 + 0.98 * 0.2)  # numpy linear interpolation
+    assert gcc["latency_mean"] == pytest.approx(0.7 / 3)
+    assert gcc["latency_mean_ci95"] == pytest.approx(1.96 * np.std([0.1, 0.2, 0.4], ddof=1)
+                                                     / math.sqrt(3))
+    # p99 of 3 trials: P(Binomial(3, 0.99) <= 1) = 3e-4 < 0.025 <= P(<= 2) = 0.0297, so the
+    # lower end is the 2nd smallest; the upper end (rank 4 of 3) is not bounded
+    assert gcc["latency_p99_lo"] == pytest.approx(0.2) and gcc["latency_p99_hi"] is None
+    assert gcc["relacc_ci95"] is None  # not a classifier
     # overhead = 0.001 + t_wait + 0.002 - last used arrival = 0.003, 0.003, 0.008
     assert gcc["overhead_p50"] == pytest.approx(0.003)
     assert bacc["relacc"] == pytest.approx(0.5)
+    assert bacc["relacc_ci95"] == pytest.approx(1.96 * 0.5 / math.sqrt(3))  # std of 1, .5, 0
     assert bacc["nmse"] == 0 and bacc["mse_db"] is None and bacc["mse_db_ci95"] is None
     assert dead["trials"] == 1 and dead["trials_failed"] == 1
     assert all(dead[k] is None for k in ("mse", "nmse", "mse_db", "latency_p50", "overhead_p50"))
@@ -98,10 +107,11 @@ def test_table_and_csv(h5, tmp_path):
     with open(out, newline="") as f:
         lines = list(csv.reader(f))
     assert lines[0] == ["stragglers.count", "scheme", "trials", "trials_failed", "mse", "nmse",
-                        "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
-                        "overhead_p50", "lengthscale_enc_median", "lengthscale_dec_median",
-                        "erasures_raised", "erasures_nonfinite", "erasures_shape",
-                        "erasures_lost", "workers_lost"]
+                        "mse_db", "mse_db_ci95", "relacc", "relacc_ci95", "latency_p50",
+                        "latency_p99", "latency_mean", "latency_mean_ci95", "latency_p99_lo",
+                        "latency_p99_hi", "overhead_p50", "lengthscale_enc_median",
+                        "lengthscale_dec_median", "erasures_raised", "erasures_nonfinite",
+                        "erasures_shape", "erasures_lost", "workers_lost"]
     assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
 
 

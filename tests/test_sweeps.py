@@ -137,8 +137,10 @@ def test_point_runs_merge_back_into_the_whole_run(tmp_path, job_file, capsys):
 
     figures = tmp_path / "figures"
     assert main_analyze(str(merged), json=True, plot=str(figures)) == 0
-    names = sorted(p.name for p in figures.iterdir())
-    assert names == ["tiny-latency-cdf.png", "tiny-mse-vs-N.png", "tiny-mse-vs-S.png"]
+    names = sorted(p.name for p in figures.glob("*.png"))
+    assert names == [f"tiny-{k}.png" for k in ("latency-cdf", "mse-vs-N", "mse-vs-S",
+                                               "nmse-distribution", "tradeoff")]
+    assert sorted(p.name for p in figures.glob("*.svg")) == [n[:-3] + "svg" for n in names]
     for name in names:
         assert png_size(figures / name) == (750, 400)  # legend right of the axes
 
@@ -294,10 +296,15 @@ def test_plots_of_a_classifier_sweep(tmp_path):
 
     res = read_results(out)
     written = plot_all(res, tmp_path / "figs", summarize(res))
-    assert [Path(p).name for p in written] == ["cls-mse-vs-S.png", "cls-relacc-vs-S.png",
-                                               "cls-latency-cdf.png"]
+    kinds = ["mse-vs-S", "relacc-vs-S", "tradeoff", "latency-cdf", "nmse-distribution"]
+    assert [Path(p).name for p in written] == [f"cls-{k}.{ext}" for k in kinds
+                                               for ext in ("png", "svg")]
     for p in written:
-        assert png_size(p) == (750, 400)
+        if p.endswith(".png"):
+            assert png_size(p) == (750, 400)
+        else:  # 7.5 x 4 in at 72 points per inch
+            text = Path(p).read_text()
+            assert text.startswith("<?xml") and 'width="540pt" height="288pt"' in text
 
 
 # -- shipped jobs and README figures ---------------------------------------------------------
