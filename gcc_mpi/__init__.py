@@ -1,3 +1,39 @@
-"""gcc_mpi: straggler-resilient coded computing, simulated or over MPI."""
+"""gcc_mpi: straggler-resilient coded computing, simulated or over MPI.
+
+The Python API (gcc_mpi.api; docs/python.md): ``load_job``, ``check``, ``run_simulation``,
+``read_results``, ``summarize``, ``to_dataframe``, ``compare``, ``differences``, ``plot``,
+``report``, and for plug-in schemes ``LinearCode``, ``DecodeError``, ``make_code``,
+``check_code`` (docs/own-scheme.md). These names are stable within a minor version; the modules
+behind them are internal (and none of them shares a name with the API: importing a submodule
+sets an attribute of the package).
+
+The names are imported on first use, not with the package: an MPI worker imports ``gcc_mpi`` and
+needs none of them (nor numpy's threads started before the command line limits them).
+"""
+
+from importlib import import_module
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_API = {
+    "DecodeError": "codes", "LinearCode": "codes", "check_code": "codes", "make_code": "codes",
+    "Job": "config", "JobError": "errors", "Results": "results", "read_results": "results",
+    "summarize": "analyze",
+    "load_job": "api", "check": "api", "run_simulation": "api", "compare": "api",
+    "differences": "api", "to_dataframe": "api", "plot": "api", "report": "api",
+    "schemes": "api",
+}
+__all__ = ["__version__", *sorted(_API)]
+
+
+def __getattr__(name):
+    if name in _API:
+        value = getattr(import_module(f".{_API[name]}", __name__), name)
+        globals()[name] = value  # the next look-up does not come here
+        return value
+    raise AttributeError(f"module 'gcc_mpi' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -67,14 +67,22 @@ def build_parser(prog=None):
     sim.add_argument("--resume", action="store_true",
                      help="append the missing trials to an existing output of the same job")
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress and no table")
-    an = sub.add_parser("analyze", help="summarise a results file")
-    an.add_argument("path")
+    an = sub.add_parser("analyze", help="summarise a results file, or compare several")
+    an.add_argument("paths", nargs="+", metavar="OUT.h5",
+                    help="a results file (or a probe file), or several results files to "
+                         "compare: one table with a column naming the file, the differences "
+                         "of matching points against the first file, figures on shared axes")
+    an.add_argument("--label", dest="labels", action="append", metavar="NAME",
+                    help="the name of each file in the tables and legends, in order "
+                         "(repeatable; default: the file names)")
     an.add_argument("--json", action="store_true", help="print the JSON rows of the contract")
     an.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     an.add_argument("--rate", metavar="KEY", help="fit the log-log slope of nmse against a swept "
                     "key per scheme (with --json: print {rate, slopes} instead of the rows)")
-    an.add_argument("--plot", metavar="DIR", help="also write the figures (PNG) that apply to the "
-                    "file's sweep into DIR; needs the [plot] extra (matplotlib)")
+    an.add_argument("--plot", metavar="DIR", help="also write the figures that apply (PNG and "
+                    "SVG) into DIR; needs the [plot] extra (matplotlib)")
+    an.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report: "
+                    "provenance, every table and figure, the jobs; needs the [plot] extra")
     mg = sub.add_parser("merge", help="merge results files of one job (e.g. the point files of a "
                         "job array) into one file")
     mg.add_argument("paths", nargs="+", metavar="IN.h5",
@@ -82,10 +90,12 @@ def build_parser(prog=None):
     mg.add_argument("-o", "--output", required=True, metavar="OUT.h5", help="the merged file")
     mg.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     _probe_args(sub)
-    val = sub.add_parser("validate", help="check a job (its data file, f and the memory it "
-                         "needs) and print it resolved, or one line naming the problem")
-    val.add_argument("job", nargs="?")
-    val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    val = sub.add_parser("validate", help="check a job as simulate and run do before any work "
+                         "(its data file, f, schemes, straggler trace and the memory it needs) "
+                         "and print it resolved, or one line naming the problem")
+    val.add_argument("job", nargs="?", help="job file (TOML); default: the embedded default job")
+    val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one dotted key, as for simulate (repeatable)")
     return parser
 
 
@@ -139,10 +149,9 @@ def cmd_plan(args):
 
 
 def load(args):
-    from .config import load_default_job, load_job, parse_override
+    from .api import load_job
 
-    overrides = [parse_override(s) for s in args.overrides]
-    return load_job(args.job, overrides) if args.job else load_default_job(overrides)
+    return load_job(args.job, args.overrides)
 
 
 def default_output(job, point=None):
@@ -154,15 +163,9 @@ def default_output(job, point=None):
 
 def cmd_simulate(args):
     from .analyze import format_table, summarize
-    from .config import select_points
-    from .job import prepare
-    from .progress import Progress
-    from .results import ResultWriter, read_results
+    from .api import run_simulation
     from .runtime.mpi import several_tasks_error
-    from .simulate import simulate_job
     from .stopping import Stop, StopFlag
-
-    from . import preflight
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
     if refusal is not None:
@@ -171,41 +174,22 @@ def cmd_simulate(args):
         return 2
     stop = StopFlag()  # job.time_limit counts from here
     job = load(args)
-    stop.set_limit(job.config.job.time_limit)
     point = getattr(args, "point", None)
-    points = select_points(job, point)
     out = Path(args.output) if args.output else default_output(job, point)
-    preflight.check_output(out, args.overwrite, getattr(args, "resume", False))
-    preflight.report(job, preflight.check(job, points))
-    prepared = prepare(job, points)
-    note_master_scale(prepared)
-    total = len(prepared) * job.config.job.trials
-    command = shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]])
-    progress = Progress(total, points=len(prepared), quiet=args.quiet)
     try:
-        with stop, ResultWriter(
-                out, config_toml=job.to_toml(), command=command, mpi="simulate",
-                overwrite=args.overwrite, resume=getattr(args, "resume", False)) as writer:
-            simulate_job(job, writer, prepared, progress, stop)
+        with stop:
+            results = run_simulation(
+                job, out, point=point, overwrite=args.overwrite,
+                resume=getattr(args, "resume", False), progress=not args.quiet, stop=stop,
+                command=shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]]))
     except Stop as e:  # the file is closed with complete = false and every finished trial
-        print(f"gcc_mpi: {e} after {progress.done} of {total} trials; {out} holds them "
+        print(f"gcc_mpi: {e} after {e.done} of {e.total} trials; {out} holds them "
               "(complete = false): the same command with --resume continues", file=sys.stderr)
         return e.code
     if not args.quiet:
-        print(format_table(summarize(read_results(out))))
+        print(format_table(summarize(results)))
     print(f"wrote {out}", file=sys.stderr)
     return 0
-
-
-def note_master_scale(prepared):
-    """Say once when a probe's trace scales the simulated encode and decode times."""
-    from .simulate import master_scale, own_reference
-
-    trace = next((s.trace for _, s in prepared if s.trace is not None), None)
-    if trace is not None and trace.master is not None:
-        print(f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
-              f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
-              f"{1e3 * own_reference():.2f} ms here ({trace.source})", file=sys.stderr)
 
 
 def cmd_run(args):
@@ -218,7 +202,8 @@ def cmd_run(args):
 def cmd_analyze(args):
     from .analyze import main_analyze
 
-    return main_analyze(args.path, json=args.json, csv=args.csv, rate=args.rate, plot=args.plot)
+    return main_analyze(args.paths, json=args.json, csv=args.csv, rate=args.rate,
+                        plot=args.plot, html=args.html, labels=args.labels)
 
 
 def cmd_merge(args):
@@ -231,10 +216,10 @@ def cmd_merge(args):
 
 
 def cmd_validate(args):
-    from . import preflight
+    from .api import check
 
     job = load(args)
-    preflight.report(job, preflight.check(job))
+    check(job, say=True)  # what simulate and run check before any work, the same function
     print(job.to_toml(), end="")
     print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
           file=sys.stderr)

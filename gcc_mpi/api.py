@@ -1,0 +1,332 @@
+"""The Python API: load a job, check it, simulate it, read and summarise results, compare runs,
+draw figures and write a report — what a notebook or a script uses, and what the command line
+itself calls. Everything it offers is re-exported from ``gcc_mpi`` (``gcc_mpi.__all__``) and
+kept stable within a minor version; other modules are internal.
+
+Examples
+--------
+>>> import gcc_mpi as gm
+>>> job = gm.load_job("jobs/digits-mlp.toml", {"job.trials": 20})
+>>> results = gm.run_simulation(job)       # in memory; run_simulation(job, "out.h5") keeps a file
+>>> table = gm.to_dataframe(results)       # one row per (point, scheme); needs pandas
+>>> gm.plot(results, "figures")            # PNG and SVG files
+
+docs/python.md walks through a session.
+"""
+
+import dataclasses
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import analyze as _analyze
+from . import config as _config
+from . import preflight
+from .analyze import summarize
+from .codes import DecodeError, LinearCode, check_code, make_code
+from .config import Job, parse_override, select_points
+from .errors import JobError
+from .results import Results, read_results
+
+__all__ = ["DecodeError", "Job", "JobError", "LinearCode", "Results", "check", "check_code",
+           "compare", "differences", "load_job", "make_code", "plot", "read_results", "report",
+           "run_simulation", "schemes", "summarize", "to_dataframe"]
+
+
+def load_job(path=None, overrides=(), *, defaults=None):
+    """Load a job file (or the default job) with overrides, checked key by key.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        A TOML job file; None: the default job shipped in the package.
+    overrides : mapping or iterable, optional
+        Keys to change, as ``{"stragglers.count": 8}``, ``[("job.trials", 20)]`` or
+        ``["job.trials=20"]`` (the command line's ``--set``); a swept key set plainly
+        replaces its sweep.
+    defaults : mapping, optional
+        New defaults for keys the file does not set (the MPI run passes
+        ``{"code.workers": ranks - 1}``).
+
+    Returns
+    -------
+    Job
+        The resolved job: ``job.points`` (one per sweep point, each with its ``config``),
+        ``job.to_toml()`` (every default filled in), ``job.with_overrides(...)``.
+
+    Raises
+    ------
+    JobError
+        A bad key or value, naming the key and what is allowed.
+    """
+    pairs = [parse_override(o) if isinstance(o, str) else o
+             for o in (overrides.items() if hasattr(overrides, "items") else overrides)]
+    if path is None:
+        return _config.load_default_job(pairs, defaults)
+    return _config.load_job(path, pairs, defaults)
+
+
+def _checked(job, points=None, *, say=True):
+    """The one check before work that ``check`` (``validate``) and ``run_simulation`` share:
+    the data, f and memory (``preflight``), then every point's data, f, codes and straggler
+    trace built (``job.prepare``: a plug-in scheme is imported and tried, a trace file read).
+    Returns (prepared points, warnings); ``say``: print what the default job chose and the
+    warnings, one line each."""
+    from .job import prepare
+
+    points = job.points if points is None else points
+    warnings = preflight.check(job, points)
+    prepared = prepare(job, points)
+    if say:
+        preflight.report(job, warnings)
+    return prepared, warnings
+
+
+def check(job, *, say=False):
+    """Check a job as the commands ``simulate`` and ``run`` do before any work.
+
+    Opens its data files, builds and evaluates f once, builds every scheme (a plug-in is
+    imported and tried on a small batch), reads a straggler trace, and estimates the memory.
+
+    Parameters
+    ----------
+    job : Job
+    say : bool
+        Also print the warnings to stderr, one line each, as the command line does.
+
+    Returns
+    -------
+    list of str
+        Warnings (e.g. fewer results than inputs for an approximate scheme); the job runs.
+
+    Raises
+    ------
+    JobError
+        The first problem, in one line naming the key.
+    """
+    return _checked(job, say=say)[1]
+
+
+def run_simulation(job, output=None, *, point=None, overwrite=False, resume=False, progress=False,
+             stop=None, command=None):
+    """Run a job's trials in this process (no MPI), as ``python -m gcc_mpi simulate``.
+
+    A worker's result arrives exactly after its injected delay; the trials, their seeds and
+    the decoders are those of an MPI run of the same job, so its accuracy is the same.
+
+    Parameters
+    ----------
+    job : Job
+    output : str or path-like, optional
+        The HDF5 results file to write (kept; format in docs/output.md). None: a temporary
+        file, read back into memory and removed.
+    point : int, optional
+        Run only this sweep point (0-based), as ``--point``.
+    overwrite, resume : bool
+        Replace an existing ``output``, or append the trials it lacks.
+    progress : bool
+        Show progress on stderr.
+    stop : stopping.StopFlag, optional
+        Ends the run early (SIGTERM, SIGINT, ``job.time_limit``) by raising
+        ``stopping.Stop`` between trials, with ``done`` and ``total`` trials; ``output``
+        keeps every finished trial (complete = false; ``resume=True`` continues it).
+        Default: a flag for ``job.time_limit`` only.
+    command : str, optional
+        What the file records as its ``command`` attribute.
+
+    Returns
+    -------
+    Results
+        Every trial of the file (``results.points[i].schemes[name]`` holds its datasets).
+
+    Raises
+    ------
+    JobError
+        Bad input, before any work and without touching an existing ``output``.
+    """
+    from .progress import Progress
+    from .results import ResultWriter
+    from .simulate import simulate_job
+    from .stopping import Stop, StopFlag
+
+    stop = stop or StopFlag()
+    stop.set_limit(job.config.job.time_limit)
+    points = select_points(job, point)
+    if output is not None:
+        preflight.check_output(output, overwrite, resume)
+    prepared, _ = _checked(job, points)
+    _note_master_scale(prepared)
+    total = len(prepared) * job.config.job.trials
+    shown = Progress(total, points=len(prepared), quiet=not progress)
+    command = command or f"gcc_mpi.run_simulation({_job_text(job)})"
+    with tempfile.TemporaryDirectory(prefix="gcc_mpi-") as scratch:
+        out = Path(output) if output is not None else Path(scratch) / "results.h5"
+        try:
+            with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
+                              overwrite=overwrite, resume=resume) as writer:
+                simulate_job(job, writer, prepared, shown, stop)
+        except Stop as e:  # the file is closed, complete = false, with every finished trial
+            e.done, e.total, e.output = shown.done, total, output
+            raise
+        results = read_results(out)
+    if output is None:
+        results = dataclasses.replace(results, path=f"{job.config.job.name} (in memory)")
+    return results
+
+
+def _job_text(job):
+    return repr(os.fspath(job.source)) if job.source is not None else "default job"
+
+
+def _note_master_scale(prepared):
+    """Say once when a probe's trace scales the simulated encode and decode times."""
+    from .simulate import master_scale, own_reference
+
+    trace = next((s.trace for _, s in prepared if s.trace is not None), None)
+    if trace is not None and trace.master is not None:
+        print(f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
+              f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
+              f"{1e3 * own_reference():.2f} ms here ({trace.source})", file=sys.stderr)
+
+
+def compare(results, labels=None):
+    """Summarise several results files side by side (``analyze A.h5 B.h5 ...``).
+
+    Parameters
+    ----------
+    results : sequence of Results or paths
+    labels : sequence of str, optional
+        One name per file (default: the file names without ``.h5``).
+
+    Returns
+    -------
+    list of dict
+        The ``summarize`` rows of every file, each with ``file`` (its label) and ``path``;
+        ``point`` holds every key swept in any of the files (matching points match).
+    """
+    return _analyze.Analysis(list(results), labels).rows
+
+
+def differences(rows):
+    """Differences of matching (point, scheme) rows of ``compare`` against the first file.
+
+    Returns
+    -------
+    list of dict
+        Per matching row of another file: ``file``, ``reference``, ``point``, ``scheme`` and,
+        for ``mse_db``, ``relacc`` and ``latency_mean``, the difference (file minus reference),
+        the half-width of its 95 % interval (``<stat>_ci95``) and whether the difference is
+        larger (``<stat>_differs``).
+    """
+    from .comparison import differences as found
+
+    return found(rows)
+
+
+def to_dataframe(results, *, trials=False, labels=None):
+    """Results as a pandas DataFrame (needs pandas: ``pip install "gcc_mpi[pandas]"``).
+
+    Parameters
+    ----------
+    results : Results, path, or a sequence of them, or rows of ``summarize``/``compare``
+    trials : bool
+        False: one row per (point, scheme) with the ``analyze --json`` statistics, a column
+        per swept key. True: one row per trial and scheme with its per-trial values
+        (``trial, failed, nmse, mse, relacc, latency, t_encode, ...``).
+    labels : sequence of str, optional
+        Names of several files (a column ``file``).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    try:
+        import pandas as pd
+    except ImportError:
+        raise JobError("to_dataframe", 'needs pandas: pip install "gcc_mpi[pandas]"') from None
+    if isinstance(results, list) and results and isinstance(results[0], dict):
+        rows = results  # already summarised
+    elif trials:
+        return pd.DataFrame(_trial_rows(results, labels))
+    else:
+        rows = _analyze.Analysis(results, labels).rows
+    flat = []
+    for r in rows:
+        erased = {f"erasures_{k}": n for k, n in r.get("erasures", {}).items()}
+        flat.append({**r["point"], **{k: v for k, v in r.items()
+                                      if k not in ("point", "erasures")}, **erased})
+    return pd.DataFrame(flat)
+
+
+SCALARS = ("trial", "failed", "reason", "mse", "nmse", "relacc", "latency", "t_encode",
+           "t_scatter", "t_wait", "t_decode", "lambda_enc", "lambda_dec", "lengthscale_enc",
+           "lengthscale_dec")
+
+
+def _trial_rows(results, labels):
+    analysis = _analyze.Analysis(results, labels)
+    for label, res in zip(analysis.labels, analysis.results):
+        for p in res.points:
+            for scheme, d in p.schemes.items():
+                n = len(d.get("trial", ()))
+                for i in range(n):
+                    row = {"file": label} if label else {}
+                    row.update(p.params)
+                    row["scheme"] = scheme
+                    row.update({k: _item(d[k][i]) for k in SCALARS if k in d})
+                    yield row
+
+
+def _item(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def plot(results, folder, *, labels=None, formats=("png", "svg")):
+    """Draw every figure that applies to one results file, or to several on the same axes.
+
+    Parameters
+    ----------
+    results : Results or path, or a sequence of them
+    folder : str or path-like
+        Where to write ``<job>-<figure>.<format>`` (created if missing).
+    labels : sequence of str, optional
+        Names of several files, for the legends.
+    formats : sequence of str
+        "png" and/or "svg".
+
+    Returns
+    -------
+    list of str
+        The files written. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
+    """
+    from .plots import plot_all
+
+    analysis = _analyze.Analysis(results, labels)
+    return plot_all(analysis.results, folder, analysis.rows,
+                    analysis.labels if analysis.several else (), formats=tuple(formats))
+
+
+def report(results, path, *, labels=None):
+    """Write one self-contained HTML page of one results file or several compared: the files'
+    provenance, every table, every figure (inlined) and each resolved job.
+
+    Returns
+    -------
+    str
+        ``path``. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
+    """
+    from .plots import require_matplotlib
+    from .html_report import build
+
+    require_matplotlib()
+    page = build(_analyze.Analysis(results, labels))
+    Path(path).write_text(page, encoding="utf-8")
+    return os.fspath(path)
+
+
+def schemes():
+    """The scheme names a job can list: the built-in ones and the installed plug-ins' entry
+    points (``"file.py:Class"`` and ``"module:Class"`` need no registration)."""
+    return [*_config.SCHEMES, *_config.installed_schemes()]
+
