@@ -66,14 +66,15 @@ def make_code(name, N, K, *, base_dir=".", **options):
                                        f"choose from {', '.join(SCHEMES)} or a plug-in")
     cls = plugin_class(name, base_dir)
     if not callable(cls):
-        raise JobError("code.schemes", f"{name!r} is a {type(cls).__name__}, not a class")
+        raise JobError("code.schemes", f'"{name}" is a {type(cls).__name__}, not a class')
     try:
         code = cls(N, K, **options)
     except Exception as e:  # the user's constructor: a bad option, or a bug
-        shown = ", ".join(["N", "K", *(f"{k}={v!r}" for k, v in options.items())])
-        key = dotted(("code", name)) if options else "code.schemes"
-        raise JobError(key, f"{getattr(cls, '__name__', name)}({shown}) with N = {N}, K = {K} "
-                            f"raised {type(e).__name__}: {e}") from None
+        shown = ", ".join(f"{k}={v!r}" for k, v in {"N": N, "K": K, **options}.items())
+        call = f"{getattr(cls, '__name__', 'the class')}({shown}) raised {type(e).__name__}: {e}"
+        if options:  # the key names the scheme already
+            raise JobError(dotted(("code", name)), call) from None
+        raise JobError("code.schemes", f'"{name}": {call}') from None
     return check_code(code, name, N, K)
 
 

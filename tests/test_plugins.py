@@ -1,0 +1,288 @@
+"""A scheme of your own as a plug-in: the shipped example (examples/systematic_berrut.py) in the
+simulator and over MPI with the same nmse, as a module and as an installed entry point, with
+its own options set and swept; and every kind of broken plug-in refused before any work, in
+one line with exit code 2, at 5 ranks and at a real job's 16.
+"""
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpirun import needs_mpiexec, ours
+from mpirun import run as launch
+
+from gcc_mpi.__main__ import main
+from gcc_mpi.codes import make_code
+from gcc_mpi.config import load_job
+from gcc_mpi.errors import JobError
+from gcc_mpi.results import read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = "systematic_berrut.py:SystematicBerrut"
+
+
+@pytest.fixture
+def example(tmp_path):
+    """The example's scheme and job, copied as a user would: side by side in their folder."""
+    for name in ("systematic_berrut.py", "systematic-berrut.toml"):
+        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    return tmp_path / "systematic-berrut.toml"
+
+
+def nmse(path):
+    """{(point index, scheme): per-trial nmse} of a results file."""
+    return {(p.index, s): d["nmse"] for p in read_results(path).points
+            for s, d in p.schemes.items()}
+
+
+def test_the_example_is_berrut_with_its_inputs_on_workers(example):
+    code = make_code(EXAMPLE, 8, 4, base_dir=example.parent)
+    X = np.random.default_rng(0).standard_normal((4, 3))
+    X_coded, _ = code.encode(X)
+    systematic = np.round(np.linspace(0, 7, 4)).astype(int)
+    np.testing.assert_array_equal(X_coded[systematic], X)  # those workers get x_k itself
+    received = np.array([0, 1, 2, 4, 5, 7, 3])  # every systematic worker, out of order
+    Y_hat, _ = code.decode(received, X_coded[received] ** 2)
+    np.testing.assert_allclose(Y_hat, X ** 2, rtol=1e-12)  # their results used as they are
+
+
+def test_the_example_without_its_systematic_points_is_bacc(example, capsys):
+    """systematic = false gives BACC's points: the plug-in path (import, options, check) then
+    reproduces the built-in bacc trial for trial, bit for bit."""
+    out = example.parent / "plain.h5"
+    assert main(["simulate", str(example), "-o", str(out), "-q", "--set", "job.trials=20",
+                 "--set", f'code."{EXAMPLE}".systematic=false']) == 0
+    got = nmse(out)
+    for point in range(3):
+        assert np.array_equal(got[point, EXAMPLE], got[point, "bacc"])
+    with_it = example.parent / "systematic.h5"
+    assert main(["simulate", str(example), "-o", str(with_it), "-q", "--set", "job.trials=200",
+                 "--set", "stragglers.count=1"]) == 0
+    # one straggler: a parity worker (half the trials: decoded exactly) or one systematic
+    # worker, whose input alone is interpolated; measured 5.58 dB better than bacc
+    assert main(["analyze", str(with_it), "--json"]) == 0
+    rows = {r["scheme"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows) == ["bacc", EXAMPLE, "gcc"]
+    assert rows[EXAMPLE]["mse_db"] - rows["bacc"]["mse_db"] == pytest.approx(-5.58, abs=1.0)
+    exact = read_results(with_it).points[0].schemes[EXAMPLE]["nmse"] < 1e-25
+    assert 0.3 < exact.mean() < 0.7  # the straggler among the 4 parity workers of 8
+
+
+@needs_mpiexec
+def test_the_example_runs_over_mpi_with_the_simulators_nmse(example):
+    # 1 s delays make the received sets unambiguous on a loaded machine; a STOP cuts them short
+    sets = ["--set", "job.trials=3", "--set", "stragglers.delay=1.0"]
+    code, _, err = launch(["simulate", example.name, "-o", "sim.h5", "-q", *sets],
+                          example.parent)
+    assert code == 0, err
+    code, _, err = launch(["run", example.name, "-o", "run.h5", "-q", *sets], example.parent, 9)
+    assert code == 0, err
+    run, sim = read_results(example.parent / "run.h5"), read_results(example.parent / "sim.h5")
+    assert run.attrs["mpi"] != "simulate" and sim.attrs["mpi"] == "simulate"
+    for p_run, p_sim in zip(run.points, sim.points, strict=True):
+        assert list(p_run.schemes) == ["bacc", EXAMPLE, "gcc"]
+        for name, r in p_run.schemes.items():
+            s = p_sim.schemes[name]
+            assert np.array_equal(r["used"], s["used"]) and not r["failed"].any()
+            # exact decodes (the straggler a parity worker) agree at round-off, ~1e-32
+            np.testing.assert_allclose(r["nmse"], s["nmse"], rtol=1e-9, atol=1e-25, err_msg=name)
+
+
+def test_a_plugin_from_a_module_and_from_an_entry_point(example, monkeypatch):
+    """"module:Class" imports like any module; an installed package declares the class in the
+    entry-point group gcc_mpi.schemes and a job names it by the entry point's name. Either way
+    it is the example's code: the same nmse as the file beside the job."""
+    site = example.parent / "site"
+    (site / "my_codes").mkdir(parents=True)
+    shutil.copy(example.parent / "systematic_berrut.py", site / "my_codes" / "berrut.py")
+    (site / "my_codes" / "__init__.py").write_text("")
+    dist = site / "my_codes-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-codes\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[gcc_mpi.schemes]\nsys-berrut = my_codes.berrut:SystematicBerrut\n")
+    monkeypatch.syspath_prepend(str(site))
+    import gcc_mpi
+
+    assert "sys-berrut" in gcc_mpi.schemes()
+    job = example.parent / "swept.toml"
+    job.write_text(SWEPT.replace("\n[sweep]", "\n[nothing]").split("[nothing]")[0])
+    names = [EXAMPLE, "my_codes.berrut:SystematicBerrut", "sys-berrut"]
+    out = example.parent / "three.h5"
+    assert main(["simulate", str(job), "-o", str(out), "-q",
+                 "--set", f"code.schemes={json.dumps(names)}"]) == 0
+    got = nmse(out)
+    assert np.array_equal(got[0, names[1]], got[0, names[0]])
+    assert np.array_equal(got[0, names[2]], got[0, names[0]])
+    with pytest.raises(JobError, match='unknown scheme "sys-berrutt"; did you mean '
+                                       '"sys-berrut"'):
+        load_job(job, [("code.schemes", ["sys-berrutt"])])
+
+
+SWEPT = f"""
+[job]
+name = "swept"
+trials = 4
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 2
+[code]
+workers = 6
+schemes = ["bacc", "{EXAMPLE}"]
+[stragglers]
+count = 1
+[sweep]
+'code."{EXAMPLE}".systematic' = [true, false]
+"""
+
+
+def test_a_plugins_option_is_swept_like_any_key(example, capsys):
+    job = example.parent / "swept.toml"
+    job.write_text(SWEPT)
+    out = example.parent / "swept.h5"
+    assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
+    res = read_results(out)
+    key = f'code."{EXAMPLE}".systematic'
+    assert [p.params for p in res.points] == [{key: True}, {key: False}]
+    plain = res.points[1].schemes
+    assert np.array_equal(plain[EXAMPLE]["nmse"], plain["bacc"]["nmse"])
+    assert main(["validate", str(job), "--set", f"{key}=false"]) == 0  # replaces the sweep
+    assert "systematic = false" in capsys.readouterr().out
+
+
+# -- broken plug-ins: each one line naming the problem, exit code 2 -----------------------------
+GOOD = '''
+import numpy as np
+from gcc_mpi import LinearCode
+
+
+class Plain(LinearCode):
+    def __init__(self, N, K, scale=1.0):
+        super().__init__(N, K)
+        self.E = scale * np.ones((N, K)) / K + np.eye(N, K)
+
+    def decode_matrix(self, received):
+        return np.linalg.pinv(self.E[received]), {}
+'''
+BROKEN = {
+    "NoDecode": ("class NoDecode:\n    def __init__(self, N, K):\n        self.N, self.K = N, K",
+                 "lacks active, exact, trial_alpha, encode, decode, decodable"),
+    "WideEncode": ("class WideEncode(Plain):\n    def encode(self, X):\n"
+                   "        return np.ones((self.N, X.shape[1] + 1)), {}",
+                   "encode returned shape (6, 4); expected (6, 3): one row per active worker"),
+    "TallDecode": ("class TallDecode(Plain):\n    def decode(self, received, Y, alpha=None):\n"
+                   "        return np.zeros((self.K + 1, Y.shape[1])), {}",
+                   "decode returned shape (4, 3); expected (3, 3): one row per input (K = 3)"),
+    "Raises": ("class Raises(Plain):\n    def decode_matrix(self, received):\n"
+               "        raise ZeroDivisionError('oops')",
+               "decode raised ZeroDivisionError: oops"),
+    "BadInit": ("class BadInit(Plain):\n    def __init__(self, N, K):\n"
+                "        raise RuntimeError('no GPU')",
+                "BadInit(N=6, K=3) raised RuntimeError: no GPU"),
+    "FalseExact": ("class FalseExact(Plain):\n    exact = True\n"
+                   "    def decode_matrix(self, received):\n"
+                   "        return np.full((self.K, len(received)), 1 / len(received)), {}",
+                   "exact is True, but decoding a linear f from every active worker is off by"),
+    "NeverDecodable": ("class NeverDecodable(Plain):\n    exact = True\n"
+                       "    def decodable(self, mask):\n        return False",
+                       "decodable is False with the results of every active worker"),
+    "NumpyAnswer": ("class NumpyAnswer(Plain):\n    exact = True\n"
+                    "    def decodable(self, mask):\n        return mask",
+                    "decodable must return True or False, got array("),
+    "OwnNmse": ("class OwnNmse(Plain):\n    def decode(self, received, Y, alpha=None):\n"
+                "        Y_hat, _ = super().decode(received, Y, alpha)\n"
+                "        return Y_hat, {'nmse': 0.0}",
+                "decode's facts may not use the name 'nmse'"),
+    "OrderMatters": ("class OrderMatters(Plain):\n    def decode(self, received, Y, alpha=None):\n"
+                     "        return np.linalg.pinv(self.E[np.sort(received)]) @ Y, {}",
+                     "decode gave different results for the same results in another order"),
+    "NoAlpha": ("class NoAlpha(Plain):\n    trial_alpha = True",
+                'trial_alpha is True but encode reported no "alpha"'),
+}
+JOB = """
+[job]
+name = "broken"
+trials = 2
+[data]
+source = "gaussian"
+dim = 4
+batch = 3
+[target]
+kind = "polynomial"
+degree = 2
+outputs = 2
+[code]
+workers = 6
+schemes = ["bacc", "codes.py:{name}"]
+"""
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_a_broken_plugin_is_one_line_and_exit_2(tmp_path, capsys, name):
+    source, problem = BROKEN[name]
+    (tmp_path / "codes.py").write_text(GOOD + "\n\n" + textwrap.dedent(source) + "\n")
+    (tmp_path / "job.toml").write_text(JOB.format(name=name))
+    out = tmp_path / "out.h5"
+    for command in (["validate"], ["simulate", "-o", str(out)]):
+        assert main([*command, str(tmp_path / "job.toml")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert err.startswith(f'gcc_mpi: error: code.schemes: "codes.py:{name}": '), err
+        assert problem in err, err
+        assert not out.exists()
+
+
+def test_plugin_mistakes_in_the_job_file_name_the_key(tmp_path, capsys):
+    (tmp_path / "codes.py").write_text(GOOD)
+    job = tmp_path / "job.toml"
+    cases = {
+        '["codes.py:Plain"]\n[code."codes.py:Plain"]\nscael = 2':
+            "gcc_mpi: error: code.\"codes.py:Plain\": Plain(N=6, K=3, scael=2) raised "
+            "TypeError",
+        '["codes.py:Missing"]': "gcc_mpi: error: code.schemes: 'codes.py' has no attribute "
+                                "'Missing'",
+        '["nope.py:Plain"]': "gcc_mpi: error: code.schemes: file not found",
+        '["plugins/codes.py:Plain"]': "which cannot hold a folder",
+        '["codes.py:np"]': 'gcc_mpi: error: code.schemes: "codes.py:np" is a module, not a class',
+        '["bacc"]\n[code."codes.py:Plain"]\nscale = 2':
+            "gcc_mpi: error: code.\"codes.py:Plain\": holds the options of a scheme that "
+            "code.schemes does not list",
+        '["codes.py:Plain"]\n"codes.py:Plain" = 3':
+            "gcc_mpi: error: code.\"codes.py:Plain\": must be a table of the scheme's options, "
+            "got 3",
+    }
+    for schemes, expected in cases.items():
+        job.write_text(JOB.replace('["bacc", "codes.py:{name}"]', schemes))
+        assert main(["validate", str(job)]) == 2, schemes
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expected in err, (schemes, err)
+    job.write_text(JOB.replace('["bacc", "codes.py:{name}"]', '["codes.py:Plain"]\n'
+                               '[code."codes.py:Plain"]\nscale = 2'))
+    assert main(["validate", str(job)]) == 0
+    assert '[code."codes.py:Plain"]\nscale = 2' in capsys.readouterr().out
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("ranks", [5, 16])
+def test_a_broken_plugin_under_mpiexec_is_one_line_from_rank_0(tmp_path, ranks):
+    """Only rank 0 imports the plug-in (the workers compute f): it refuses the job before any
+    trial and tells every worker, so all ranks end with exit code 2 and one line."""
+    source, problem = BROKEN["TallDecode"]
+    (tmp_path / "codes.py").write_text(GOOD + "\n\n" + textwrap.dedent(source) + "\n")
+    (tmp_path / "job.toml").write_text(JOB.format(name="TallDecode").replace(
+        "workers = 6", f"workers = {ranks - 1}"))
+    code, out, err = launch(["run", "job.toml", "-o", "out.h5"], tmp_path, ranks)
+    lines = [line for line in ours(err).splitlines() if line.strip()]
+    assert code == 2 and out == "", err
+    assert len(lines) == 1 and lines[0].startswith(
+        'gcc_mpi: error: code.schemes: "codes.py:TallDecode": decode returned shape (4, 3)'), err
+    assert not (tmp_path / "out.h5").exists()
