@@ -67,15 +67,26 @@ def _ci95(a):
 def quantile_ci95(a, q):
     """(lo, hi): the distribution-free 95 % interval of the q-quantile of ``a`` (finite values)
     from its order statistics; an end that the sample cannot bound (too few values) is None."""
-    from scipy.stats import binom
-
     a = np.sort(a[np.isfinite(a)])
     n = a.size
     if n < 2:
         return None, None
-    lo = int(binom.ppf(0.025, n, q))       # ranks from 1: x_(lo) and x_(hi)
-    hi = int(binom.ppf(0.975, n, q)) + 1
+    lo = binomial_ppf(0.025, n, q)       # ranks from 1: x_(lo) and x_(hi)
+    hi = binomial_ppf(0.975, n, q) + 1
     return (_num(a[lo - 1]) if lo >= 1 else None), (_num(a[hi - 1]) if hi <= n else None)
+
+
+def binomial_ppf(level, n, q):
+    """The least k with P(B <= k) >= level for B ~ Binomial(n, q), q near 1 (scipy.stats'
+    binom.ppf, whose import takes a second and more). From the pmf of the failures n - B, up to
+    where its tail is below 1e-30: P(B <= k) = 1 - P(failures <= n - k - 1)."""
+    p = 1.0 - q
+    top = min(n, int(p * n + 12 * math.sqrt(n * p * q) + 20))
+    j = np.arange(top + 1)
+    log_choose = np.concatenate([[0.0], np.cumsum(np.log(n - j[:-1]) - np.log(j[:-1] + 1))])
+    below = np.cumsum(np.exp(log_choose + j * math.log(p) + (n - j) * math.log1p(-p)))
+    m = int(np.searchsorted(below, 1.0 - level, side="right")) - 1  # -1: no failure count
+    return n - m - 1
 
 
 def overhead(d):
@@ -324,6 +335,12 @@ class Analysis:
         return _json.dumps(_clean({"files": files, "rows": self.rows,
                                    "differences": self.differences}), indent=2, allow_nan=False)
 
+    def figures(self):
+        """(job name, [(kind, Figure)]) of every figure that applies (gcc_mpi.plots)."""
+        from .plots import figures
+
+        return figures(self.results, self.rows, self.labels if self.several else ())
+
     def cells(self):
         """(head, body, left) of the summary table (``table_cells``)."""
         return table_cells(self.rows)
@@ -357,17 +374,16 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         require_matplotlib()  # a missing extra fails before any output too
     if csv:
         _writing("--csv", csv, lambda: write_csv(analysis.rows, csv))
+    made = analysis.figures() if plot or html else None  # drawn once for both
     if plot:
-        from .plots import plot_all
+        from .plots import save_all
 
-        shown = analysis.labels if analysis.several else ()
-        for figure in _writing("--plot", plot, lambda: plot_all(analysis.results, plot,
-                                                                analysis.rows, shown)):
+        for figure in _writing("--plot", plot, lambda: save_all(*made, plot)):
             print(f"wrote {figure}", file=sys.stderr)
     if html:
         from .html_report import build
 
-        page = build(analysis, rate)
+        page = build(analysis, rate, made)
         _writing("--html", html, lambda: _write_text(html, page))
         print(f"wrote {html}", file=sys.stderr)
     if json and rate:

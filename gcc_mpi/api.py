@@ -300,11 +300,9 @@ def plot(results, folder, *, labels=None, formats=("png", "svg")):
     list of str
         The files written. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
     """
-    from .plots import plot_all
+    from .plots import save_all
 
-    analysis = _analyze.Analysis(results, labels)
-    return plot_all(analysis.results, folder, analysis.rows,
-                    analysis.labels if analysis.several else (), formats=tuple(formats))
+    return save_all(*_analyze.Analysis(results, labels).figures(), folder, tuple(formats))
 
 
 def report(results, path, *, labels=None):

@@ -22,10 +22,11 @@ ROW_NOTES = ("nmse [dB]: 10·log10 of the mean NMSE over the trials that did not
              "trial; overhead: decode finished minus the arrival of the last result used.")
 
 
-def build(analysis, rate=None):
+def build(analysis, rate=None, made=None):
     """The page of ``analysis`` (an analyze.Analysis): the files and their provenance, the
     summary table, the differences (several files), the rates against ``rate`` (or against
-    code.workers when it is swept), every figure (gcc_mpi.plots) and each resolved job."""
+    code.workers when it is swept), every figure (``made``: ``analysis.figures()``, drawn here
+    if None) and each resolved job."""
     labels, results = analysis.labels, analysis.results
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
@@ -41,7 +42,7 @@ def build(analysis, rate=None):
         sections.append(("rates", f"Rates against {key}", "\n".join(
             (paragraph(label) if label else "") + _rates(rows, key)
             for label, rows in zip(labels, analysis.per_file))))
-    name, made = plots.figures(results, analysis.rows, labels if analysis.several else ())
+    name, made = made or analysis.figures()
     sections.append(("figures", "Figures", "\n".join(
         figure(plots.svg(fig), f"{kind}: {plots.caption(kind)}", kind) for kind, fig in made)
         or paragraph("(no figure applies)")))

@@ -29,10 +29,12 @@ matplotlib (the ``[plot]`` extra) is imported only here, and only the object-ori
 the Agg canvas is used: no pyplot state, no display needed.
 """
 
+import io
 import json
 import os
 import sys
 import textwrap
+import weakref
 
 import numpy as np
 
@@ -221,17 +223,20 @@ def _save(fig, path):
     return path
 
 
+_SVG = weakref.WeakKeyDictionary()  # figure -> its SVG: a report and --plot draw it once
+
+
 def svg(fig):
     """The figure as SVG bytes: text as paths (no font needed to show it), no date and fixed
     ids, so the same figure gives the same bytes."""
-    import io
+    if fig not in _SVG:
+        from matplotlib import rc_context
 
-    from matplotlib import rc_context
-
-    out = io.BytesIO()
-    with rc_context({"svg.hashsalt": "gcc_mpi"}):
-        fig.savefig(out, format="svg", metadata={"Date": None})
-    return out.getvalue()
+        out = io.BytesIO()
+        with rc_context({"svg.hashsalt": "gcc_mpi"}):
+            fig.savefig(out, format="svg", metadata={"Date": None})
+        _SVG[fig] = out.getvalue()
+    return _SVG[fig]
 
 
 def _title(fig, ax, job, title, shown=()):
@@ -598,7 +603,11 @@ def caption(kind):
 def plot_all(results, outdir, rows, labels=(), formats=FORMATS):
     """Write every figure that applies (``figures``) into ``outdir`` as
     ``<job>-<kind>.<format>`` for each of ``formats``; returns the paths written."""
-    name, made = figures(results, rows, labels)
+    return save_all(*figures(results, rows, labels), outdir, formats)
+
+
+def save_all(name, made, outdir, formats=FORMATS):
+    """Write the figures ``made`` ([(kind, Figure)] of ``figures``) of the job ``name``."""
     os.makedirs(outdir, exist_ok=True)
     return [_save(fig, os.path.join(outdir, f"{name}-{kind}.{ext}"))
             for kind, fig in made for ext in formats]
