@@ -324,7 +324,14 @@ def report(results, path, *, labels=None):
 
 
 def schemes():
-    """The scheme names a job can list: the built-in ones and the installed plug-ins' entry
-    points (``"file.py:Class"`` and ``"module:Class"`` need no registration)."""
+    """The scheme names a job can list in ``code.schemes``.
+
+    Returns
+    -------
+    list of str
+        The built-in schemes, then the names of installed plug-ins (entry points of the group
+        ``gcc_mpi.schemes``); a plug-in named ``"file.py:Class"`` or ``"module:Class"`` needs no
+        registration (docs/own-scheme.md).
+    """
     return [*_config.SCHEMES, *_config.installed_schemes()]
 

@@ -5,6 +5,7 @@ one line with exit code 2, at 5 ranks and at a real job's 16.
 """
 
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -286,3 +287,13 @@ def test_a_broken_plugin_under_mpiexec_is_one_line_from_rank_0(tmp_path, ranks):
     assert len(lines) == 1 and lines[0].startswith(
         'gcc_mpi: error: code.schemes: "codes.py:TallDecode": decode returned shape (4, 3)'), err
     assert not (tmp_path / "out.h5").exists()
+
+
+def test_the_docs_page_shows_the_example_as_shipped():
+    page = (ROOT / "docs" / "own-scheme.md").read_text()
+    code = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
+    toml = re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)
+    assert code[0] == (ROOT / "examples" / "systematic_berrut.py").read_text()
+    assert toml[0] == (ROOT / "examples" / "systematic-berrut.toml").read_text()
+    shown = re.search(r"^gcc_mpi: error: code.schemes: \"codes.py:TallDecode\": .*$", page, re.M)
+    assert shown and BROKEN["TallDecode"][1] in shown.group(0)
