@@ -75,6 +75,7 @@ def provenance(labels, results):
                      r.attrs.get("command"), len(r.points), ", ".join(schemes), len(lost)])
     return table(head, body, left=len(head))
 
+LONG = 30  # characters: a longer cell may wrap anywhere, so that wide tables fit the page
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
        max-width: 1100px; padding: 0 1em; color: #222; line-height: 1.4; }
@@ -82,8 +83,9 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 p.lead { color: #555; margin-top: 0; }
 nav a { margin-right: 1em; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.88em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.88em; max-width: 100%; }
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; vertical-align: top; }
+td.long { overflow-wrap: anywhere; min-width: 12em; }
 th { text-align: left; background: #f5f5f5; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.differs { font-weight: bold; color: #a40; }
@@ -109,6 +111,8 @@ def table(head, body, left, marked=()):
             cls = "" if i < left else "num"
             if str(c).endswith(" *"):
                 cls += " differs"
+            if len(str(c)) > LONG:  # a path or a command: may wrap anywhere
+                cls += " long"
             tds.append(f'<td class="{cls.strip()}">{_e(c)}</td>' if cls else f"<td>{_e(c)}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return "<table>\n" + "\n".join(rows) + "\n</table>"
@@ -117,8 +121,8 @@ def table(head, body, left, marked=()):
 def figure(svg_bytes, caption, alt):
     """A figure: the SVG inlined as a data URI, and its caption."""
     data = base64.b64encode(svg_bytes).decode("ascii")
-    return (f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{_e(alt)}" '
-            f'width="750" height="400"><figcaption>{_e(caption)}</figcaption></figure>')
+    return (f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{_e(alt)}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
 def page(title, sections, files):
