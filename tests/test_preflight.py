@@ -142,3 +142,22 @@ def test_many_trials_warn_about_the_file_and_start(tmp_path, capsys, monkeypatch
     from gcc_mpi.results import read_results
 
     assert read_results("big.h5").points[0].schemes["gcc"]["trial"].size > 0
+
+
+@pytest.mark.parametrize("trace, words", [
+    ("missing.npy", "missing.npy: no such file"),
+    ("negative.npy", "delays must be >= 0 seconds, got -0.02"),
+    ("three.npy", "has 3 workers, fewer than code.workers = 8"),
+])
+def test_validate_refuses_the_trace_files_that_simulate_refuses(tmp_path, capsys, trace, words):
+    """validate runs simulate's own check before work (gcc_mpi.api.check): a straggler trace
+    that is missing, has a negative time or fewer workers than N is one line and exit code 2
+    from both, the same line (validate said "valid" before)."""
+    delays = np.full((5, 8), 0.01)
+    delays[2, 3] = -0.02
+    np.save(tmp_path / "negative.npy", delays)
+    np.save(tmp_path / "three.npy", np.full((5, 3), 0.01))
+    job = job_file(tmp_path, extra=f'model = "trace"\npath = "{trace}"\n')
+    lines = [one_line_error(capsys, argv, "stragglers.path", words) for argv in (
+        ["validate", str(job)], ["simulate", str(job), "-o", str(tmp_path / "o.h5")])]
+    assert lines[0] == lines[1] and not (tmp_path / "o.h5").exists()
