@@ -126,7 +126,8 @@ def shown(d, stat, scale, decimals):
     """A difference as text: "+1.23 ± 0.45 *" (the mark when it is larger than its interval)."""
     if d[stat] is None:
         return "-"
-    text = f"{scale * d[stat]:+.{decimals}f}"
+    value = scale * d[stat]
+    text = f"{value if round(value, decimals) else 0.0:+.{decimals}f}"  # no "-0.00"
     if d[f"{stat}_ci95"] is not None:
         text += f" ± {scale * d[f'{stat}_ci95']:.{decimals}f}"
     return text + (" *" if d[f"{stat}_differs"] else "  ")

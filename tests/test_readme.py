@@ -1,8 +1,8 @@
 """The README's walk-throughs run verbatim, top to bottom, in a fresh directory.
 
 Every ```bash block of README.md is a walk-through; its lines run in order in one new folder
-holding what a fresh clone has next to the README (jobs/), with this Python and its mpiexec
-first on PATH, and each must exit 0. Only these lines are changed or left out, and why:
+holding what a fresh clone has next to the README (jobs/ and examples/), with this Python and
+its mpiexec first on PATH, and each must exit 0. Only these lines are changed or left out, and why:
 
 - ``pip install ...``: the package is already installed in the environment running this test
   (reinstalling from the clone is what .ci/run does);
@@ -67,6 +67,7 @@ def test_walkthrough_lines_are_found():
 
 def test_readme_walkthroughs_run_top_to_bottom(tmp_path):
     shutil.copytree(ROOT / "jobs", tmp_path / "jobs")
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     env.pop("GCC_MPI_WAIT", None)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent),
