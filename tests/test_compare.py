@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jobfiles import small_job
+
 from gcc_mpi.__main__ import main
 from gcc_mpi.analyze import binomial_ppf, quantile_ci95
 from gcc_mpi.comparison import differences, labels_for
@@ -130,26 +132,8 @@ def test_the_p99_interval_covers_the_true_p99():
 
 # -- the HTML report in a real browser ----------------------------------------------------------
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-JOB = """
-[job]
-name = "report"
-trials = 12
-[data]
-source = "gaussian"
-dim = 4
-batch = 3
-[target]
-kind = "polynomial"
-degree = 2
-outputs = 2
-[code]
-workers = 6
-schemes = ["uncoded", "bacc", "gcc"]
-[stragglers]
-delay = 0.01
-[sweep]
-"stragglers.count" = [0, 2]
-"""
+JOB = small_job("report", ["uncoded", "bacc", "gcc"], 12,
+                '[stragglers]\ndelay = 0.01\n[sweep]\n"stragglers.count" = [0, 2]\n')
 
 
 def browser():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jobfiles import small_job
 from mpirun import needs_mpiexec, ours
 from mpirun import run as launch
 
@@ -111,7 +112,7 @@ def test_a_plugin_from_a_module_and_from_an_entry_point(example, monkeypatch):
 
     assert "sys-berrut" in gcc_mpi.schemes()
     job = example.parent / "swept.toml"
-    job.write_text(SWEPT.replace("\n[sweep]", "\n[nothing]").split("[nothing]")[0])
+    job.write_text(SWEPT.partition("[sweep]")[0])
     names = [EXAMPLE, "my_codes.berrut:SystematicBerrut", "sys-berrut"]
     out = example.parent / "three.h5"
     assert main(["simulate", str(job), "-o", str(out), "-q",
@@ -124,26 +125,8 @@ def test_a_plugin_from_a_module_and_from_an_entry_point(example, monkeypatch):
         load_job(job, [("code.schemes", ["sys-berrutt"])])
 
 
-SWEPT = f"""
-[job]
-name = "swept"
-trials = 4
-[data]
-source = "gaussian"
-dim = 4
-batch = 3
-[target]
-kind = "polynomial"
-degree = 2
-outputs = 2
-[code]
-workers = 6
-schemes = ["bacc", "{EXAMPLE}"]
-[stragglers]
-count = 1
-[sweep]
-'code."{EXAMPLE}".systematic' = [true, false]
-"""
+SWEPT = small_job("swept", ["bacc", EXAMPLE], 4, "[stragglers]\ncount = 1\n") + \
+    f"[sweep]\n'code.\"{EXAMPLE}\".systematic' = [true, false]\n"
 
 
 def test_a_plugins_option_is_swept_like_any_key(example, capsys):
@@ -209,22 +192,7 @@ BROKEN = {
     "NoAlpha": ("class NoAlpha(Plain):\n    trial_alpha = True",
                 'trial_alpha is True but encode reported no "alpha"'),
 }
-JOB = """
-[job]
-name = "broken"
-trials = 2
-[data]
-source = "gaussian"
-dim = 4
-batch = 3
-[target]
-kind = "polynomial"
-degree = 2
-outputs = 2
-[code]
-workers = 6
-schemes = ["bacc", "codes.py:{name}"]
-"""
+JOB = small_job("broken", ["bacc", "codes.py:{name}"], 2)
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))

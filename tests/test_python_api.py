@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jobfiles import small_job
+
 import gcc_mpi
 import gcc_mpi.api
 from gcc_mpi.__main__ import main
@@ -94,26 +96,8 @@ def test_importing_the_package_loads_no_api_module():
     assert done.stdout.strip() == "['gcc_mpi']"  # a worker and the BLAS pinning rely on it
 
 
-JOB = """
-[job]
-name = "api"
-trials = 6
-[data]
-source = "gaussian"
-dim = 4
-batch = 3
-[target]
-kind = "polynomial"
-degree = 2
-outputs = 2
-[code]
-workers = 6
-schemes = ["uncoded", "bacc", "gcc"]
-[stragglers]
-count = 1
-[sweep]
-"stragglers.delay" = [0.1, 0.2]
-"""
+JOB = small_job("api", ["uncoded", "bacc", "gcc"], 6,
+                '[stragglers]\ncount = 1\n[sweep]\n"stragglers.delay" = [0.1, 0.2]\n')
 
 
 def test_in_memory_and_on_file_are_the_same_trials(tmp_path):
