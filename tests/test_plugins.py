@@ -179,6 +179,9 @@ BROKEN = {
     "NeverDecodable": ("class NeverDecodable(Plain):\n    exact = True\n"
                        "    def decodable(self, mask):\n        return False",
                        "decodable is False with the results of every active worker"),
+    "Flickers": ("class Flickers(Plain):\n    exact = True\n    def decodable(self, mask):\n"
+                 "        return bool(mask.sum() >= 3 and mask.sum() != 4)",
+                 "decodable turned False when worker"),
     "NumpyAnswer": ("class NumpyAnswer(Plain):\n    exact = True\n"
                     "    def decodable(self, mask):\n        return mask",
                     "decodable must return True or False, got array("),
