@@ -68,16 +68,9 @@ def load_job(path=None, overrides=(), *, defaults=None):
 
 
 def _checked(job, points=None, *, say=True):
-    """The one check before work that ``check`` (``validate``) and ``run_simulation`` share:
-    the data, f and memory (``preflight``), then every point's data, f, codes and straggler
-    trace built (``job.prepare``: a plug-in scheme is imported and tried, a trace file read).
-    Returns (prepared points, warnings); ``say``: print what the default job chose and the
-    warnings, one line each."""
-    from .job import prepare
-
-    points = job.points if points is None else points
-    warnings = preflight.check(job, points)
-    prepared = prepare(job, points)
+    """``preflight.checked_setup``, the one check before work that ``check`` (``validate``) and
+    ``run_simulation`` share; ``say``: print what the default job chose and the warnings."""
+    prepared, warnings = preflight.checked_setup(job, points)
     if say:
         preflight.report(job, warnings)
     return prepared, warnings

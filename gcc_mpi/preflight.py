@@ -1,5 +1,6 @@
-"""Checks of a resolved job before any work: what `validate` reports, and what `run` (on every
-rank, before MPI starts) and `simulate` do first, so that bad input is one line and exit 2.
+"""Checks of a resolved job before any work: what `validate` reports, and what `run` (on rank 0,
+before any trial) and `simulate` do first, so that bad input is one line and exit 2
+(``checked_setup``, with the building of every point's codes and trace).
 
 - the data: the file opens, has numeric 2-D rows without NaN/inf, and holds at least K rows;
 - the target: it loads (a python function imports, an ONNX model's input and output are
@@ -43,6 +44,18 @@ def check(job, points=None, *, ranks=None, local_ranks=None, simulate=True):
     warnings += resources.check(job, points, shapes, ranks=ranks, local_ranks=local_ranks,
                                 simulate=simulate)
     return warnings
+
+
+def checked_setup(job, points=None, **resources):
+    """The check before any work that ``validate``, ``simulate`` and the MPI run share:
+    ``check`` (data, f, memory; ``resources`` as there), then every point's data, f, codes and
+    straggler trace built (``job.prepare``: a plug-in scheme is imported and tried on a small
+    batch, a trace file read and matched with N). Returns (prepared points, warnings)."""
+    from .job import prepare
+
+    points = job.points if points is None else points
+    warnings = check(job, points, **resources)
+    return prepare(job, points), warnings
 
 
 def _data_and_target(c, base_dir, warnings, point, n_points):
