@@ -101,8 +101,8 @@ def check(job, *, say=False):
     return _checked(job, say=say)[1]
 
 
-def run_simulation(job, output=None, *, point=None, overwrite=False, resume=False, progress=False,
-             stop=None, command=None):
+def run_simulation(job, output=None, *, point=None, overwrite=False, resume=False,
+                   progress=False, stop=None, command=None):
     """Run a job's trials in this process (no MPI), as ``python -m gcc_mpi simulate``.
 
     A worker's result arrives exactly after its injected delay; the trials, their seeds and
@@ -241,7 +241,7 @@ def to_dataframe(results, *, trials=False, labels=None):
     if isinstance(results, list) and results and isinstance(results[0], dict):
         rows = results  # already summarised
     elif trials:
-        return pd.DataFrame(_trial_rows(results, labels))
+        return _trial_frame(pd, _analyze.Analysis(results, labels))
     else:
         rows = _analyze.Analysis(results, labels).rows
     flat = []
@@ -257,22 +257,19 @@ SCALARS = ("trial", "failed", "reason", "mse", "nmse", "relacc", "latency", "t_e
            "lengthscale_dec")
 
 
-def _trial_rows(results, labels):
-    analysis = _analyze.Analysis(results, labels)
+def _trial_frame(pd, analysis):
+    """One row per trial and scheme of every file of ``analysis``: its file (several files),
+    swept parameters, scheme and per-trial values (SCALARS)."""
+    frames = []
     for label, res in zip(analysis.labels, analysis.results):
         for p in res.points:
             for scheme, d in p.schemes.items():
-                n = len(d.get("trial", ()))
-                for i in range(n):
-                    row = {"file": label} if label else {}
-                    row.update(p.params)
-                    row["scheme"] = scheme
-                    row.update({k: _item(d[k][i]) for k in SCALARS if k in d})
-                    yield row
-
-
-def _item(v):
-    return v.item() if hasattr(v, "item") else v
+                frame = pd.DataFrame({k: d[k] for k in SCALARS if k in d})
+                front = {"file": label} if label else {}
+                for i, (k, v) in enumerate({**front, **p.params, "scheme": scheme}.items()):
+                    frame.insert(i, k, [v] * len(frame))
+                frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def plot(results, folder, *, labels=None, formats=("png", "svg")):
@@ -307,11 +304,12 @@ def report(results, path, *, labels=None):
     str
         ``path``. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
     """
-    from .plots import require_matplotlib
     from .html_report import build
+    from .plots import require_matplotlib
 
     require_matplotlib()
     page = build(_analyze.Analysis(results, labels))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(page, encoding="utf-8")
     return os.fspath(path)
 

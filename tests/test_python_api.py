@@ -76,6 +76,7 @@ def public_names_used(source):
 
 
 def test_every_public_name_is_documented_and_none_is_a_submodule():
+    assert set(gcc_mpi.api.__all__) <= set(gcc_mpi.__all__)  # the package re-exports them all
     submodules = {m.name for m in pkgutil.iter_modules(gcc_mpi.__path__)}
     for name in gcc_mpi.__all__:
         assert name not in submodules, f"importing gcc_mpi.{name} would hide the API's {name}"
