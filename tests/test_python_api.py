@@ -45,7 +45,7 @@ def test_the_notebook_session_runs_top_to_bottom(tmp_path):
     assert "did you mean \"bacc\"?" in out  # the JobError cell
     assert (tmp_path / "digits-mlp.h5").exists() and (tmp_path / "report.html").exists()
     figures = sorted(p.name for p in (tmp_path / "figures").iterdir())
-    assert "digits-mlp-tradeoff.svg" in figures and "digits-mlp-mse-vs-S.png" in figures
+    assert "digits-mlp-tradeoff.png" in figures and "digits-mlp-mse-vs-S.png" in figures
     assert "my-own.png" in figures
     # the DataFrame cell: one column per scheme, one row per S
     lines = out.splitlines()
