@@ -27,6 +27,7 @@ import sys
 
 import numpy as np
 
+from . import comparison
 from .errors import JobError
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
@@ -288,8 +289,6 @@ class Analysis:
     gcc_mpi.comparison) and the differences of matching rows against the first file."""
 
     def __init__(self, paths, labels=None):
-        from . import comparison
-
         paths = [paths] if isinstance(paths, (str, os.PathLike, Results)) else list(paths)
         self.results = [r if isinstance(r, Results) else read_results(r) for r in paths]
         self.several = len(self.results) > 1 or bool(labels)
@@ -317,11 +316,9 @@ class Analysis:
 
     def text(self):
         """The table (and the differences, for several files), as printed."""
-        from .comparison import format_differences
-
         out = [self.header(), format_table(self.rows)]
         if len(self.results) > 1:
-            out += ["", format_differences(self.differences, self.labels)]
+            out += ["", comparison.format_differences(self.differences, self.labels)]
         return "\n".join(out)
 
     def json(self):
