@@ -36,7 +36,8 @@ SCHEMES = ("uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifol
 ENTRY_POINTS = "gcc_mpi.schemes"  # the entry-point group of schemes installed by other packages
 # a plug-in scheme named by where its class is: "file.py:Class" (beside the job file) or
 # "package.module:Class"; the name is also its group in the results file, so it has no "/"
-PLUGIN = re.compile(r"(?:[\w.-]+\.py|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # a dotted Python name
+PLUGIN = re.compile(rf"(?:[\w.-]+\.py|{_NAME}):{_NAME}")
 MAX_POINTS = 100_000
 MAX_PIPELINE = 64  # decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
 

@@ -1,7 +1,7 @@
-"""A report to share (``analyze OUT.h5 [MORE.h5 ...] --html report.html``, which
-gcc_mpi.analyze assembles): one self-contained HTML page — the files and their provenance, every table, every figure (SVG inlined as data
-URIs, so the page loads nothing), and each resolved job — that any browser opens offline and
-that can be mailed as one file.
+"""A report to share (``analyze OUT.h5 [MORE.h5 ...] --html report.html``): one
+self-contained HTML page — the files and their provenance, every table, every figure (SVG
+inlined as data URIs, so the page loads nothing), and each resolved job — that any browser
+opens offline and that can be mailed as one file.
 
 ``build`` assembles the page of an ``analyze.Analysis`` (the files, their summary rows and
 differences); the rest lays it out, from tables as (head, body, left) cells and figures as SVG.

@@ -267,3 +267,17 @@ def test_the_docs_page_shows_the_example_as_shipped():
     assert toml[0] == (ROOT / "examples" / "systematic-berrut.toml").read_text()
     shown = re.search(r"^gcc_mpi: error: code.schemes: \"codes.py:TallDecode\": .*$", page, re.M)
     assert shown and BROKEN["TallDecode"][1] in shown.group(0)
+
+
+def test_a_plugins_options_round_trip_through_the_resolved_job(example):
+    from gcc_mpi.config import parse_job
+
+    key = f'code."{EXAMPLE}".systematic'
+    for given in (f"{key}=false", f"code.{EXAMPLE}.systematic=false"):  # quoted or not
+        job = load_job(example, [given])
+        assert [p.config.code.options(EXAMPLE) for p in job.points] == [{"systematic": False}] * 3
+        again = parse_job(job.to_toml(), base_dir=example.parent)
+        assert again == job and f'[code."{EXAMPLE}"]\nsystematic = false' in job.to_toml()
+    with pytest.raises(JobError, match=r"code.schemes: .*\"my/codes.py:X\": a plug-in's name is "
+                                       "its group in the results file"):
+        load_job(example, [("code.schemes", ["my/codes.py:X"])])

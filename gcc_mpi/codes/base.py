@@ -148,7 +148,7 @@ class LinearCode:
         return f"no results received (0 of {len(self.active)})"
 
 
-# -- the check of a plug-in, before any work --------------------------------------------------------
+# -- the check of a plug-in, before any work ------------------------------------------------
 # the per-trial record's own fields (trial.empty_record, and the trial index): an encoder's or
 # decoder's info may not use them, as it is merged into the record
 RECORD_FIELDS = frozenset({
