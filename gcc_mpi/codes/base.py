@@ -167,7 +167,7 @@ def check_code(code, name, N, K):
     the results, and for exact schemes ``decodable`` and exactness. The first problem is one
     JobError naming the scheme and what is wrong."""
     def bad(problem):
-        return JobError("code.schemes", f"{_quoted(name)}: {problem}")
+        return JobError("code.schemes", f'"{name}": {problem}')
 
     missing = [a for a in REQUIRED if not hasattr(code, a)]
     if missing:
@@ -186,8 +186,8 @@ def check_code(code, name, N, K):
     X = np.random.default_rng(0).standard_normal((K, D_CHECK))
     out = _call(bad, "encode", code.encode, X)
     X_coded, info = _pair(bad, "encode", out)
-    _shape(bad, "encode", X_coded, (len(active), D_CHECK), f"one row per active worker "
-           f"({len(active)}) for a batch of shape ({K}, {D_CHECK})")
+    X_coded = _shape(bad, "encode", X_coded, (len(active), D_CHECK), f"one row per active "
+                     f"worker ({len(active)}) for a batch of shape ({K}, {D_CHECK})")
     alpha = _facts(bad, "encode", info, K, code.trial_alpha)
     everyone = np.zeros(N, bool)
     everyone[active] = True
@@ -213,10 +213,6 @@ def check_code(code, name, N, K):
     return code
 
 
-def _quoted(name):
-    return f'"{name}"'
-
-
 def _short(v):
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -239,6 +235,7 @@ def _pair(bad, what, out):
 
 
 def _shape(bad, what, a, want, why):
+    """``a`` as a float array, checked to have the shape ``want`` and finite values."""
     try:
         a = np.asarray(a, dtype=float)
     except (TypeError, ValueError):
@@ -247,6 +244,7 @@ def _shape(bad, what, a, want, why):
         raise bad(f"{what} returned shape {a.shape}; expected {want}: {why}")
     if not np.all(np.isfinite(a)):
         raise bad(f"{what} returned NaN or inf for finite inputs")
+    return a
 
 
 def _facts(bad, what, info, K, trial_alpha):
@@ -262,8 +260,7 @@ def _facts(bad, what, info, K, trial_alpha):
         if "alpha" not in info:
             raise bad('trial_alpha is True but encode reported no "alpha"; return '
                       '(X_coded, {"alpha": points}) with the K points of the trial')
-        _shape(bad, "encode's alpha", info["alpha"], (K,), "one point per input")
-        return np.asarray(info["alpha"], dtype=float)
+        return _shape(bad, "encode's alpha", info["alpha"], (K,), "one point per input")
     return None
 
 
@@ -276,10 +273,10 @@ def _decoded(bad, code, received, Y, alpha, K, which, may_fail=False):
             return None
         raise bad(f"decode raised DecodeError with the results of {which}: {e}") from None
     Y_hat, info = _pair(bad, "decode", out)
-    _shape(bad, "decode", Y_hat, (K, Y.shape[1]), f"one row per input (K = {K}) and the "
-           f"results' {Y.shape[1]} columns, from the results of {which}")
+    Y_hat = _shape(bad, "decode", Y_hat, (K, Y.shape[1]), f"one row per input (K = {K}) and "
+                   f"the results' {Y.shape[1]} columns, from the results of {which}")
     _facts(bad, "decode", info, K, False)
-    return np.asarray(Y_hat, dtype=float)
+    return Y_hat
 
 
 def _check_decodable(bad, code, active, everyone):
