@@ -230,7 +230,7 @@ def plot_plan(cands, front, best, target, outdir, name):
 
 
 def main_plan(args):
-    from .config import SCHEMES, load_default_job, load_job, parse_override
+    from .config import SCHEMES, is_plugin, load_default_job, load_job, parse_override
     from .probe import read_trace
 
     t0 = time.perf_counter()
@@ -245,7 +245,7 @@ def main_plan(args):
         raise JobError("--max-workers", f"must be >= data.batch = {K} (N >= K), got {most}")
     schemes = args.schemes or list(base.code.schemes)
     for s in schemes:
-        if s not in SCHEMES:
+        if s not in SCHEMES and not is_plugin(s):
             from .config import _did_you_mean
 
             raise JobError("--schemes", f"unknown scheme {s!r}; choose from "

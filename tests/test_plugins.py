@@ -281,3 +281,11 @@ def test_a_plugins_options_round_trip_through_the_resolved_job(example):
     with pytest.raises(JobError, match=r"code.schemes: .*\"my/codes.py:X\": a plug-in's name is "
                                        "its group in the results file"):
         load_job(example, [("code.schemes", ["my/codes.py:X"])])
+
+
+def test_plan_considers_a_plugin_scheme(example, capsys):
+    np.save(example.parent / "trace.npy", np.full((20, 5), 0.01))
+    assert main(["plan", str(example), "--trace", str(example.parent / "trace.npy"),
+                 "--target-nmse", "-10", "--trials", "2", "--max-workers", "5",
+                 "--schemes", EXAMPLE, "--set", "sweep.stragglers.count=[1]"]) == 0
+    assert f"recommended: {EXAMPLE}, N = 5" in capsys.readouterr().out
