@@ -1,7 +1,7 @@
 """How the master's gather waits, side by side in one mpiexec: polite (Testsome + back-off
-sleeps), spin (busy Testsome in a Python loop: what a busy master does with a deadline ahead)
-and waitsome (busy, blocking in MPI_Waitsome over the receives and the control receive: what a
-busy run does). Workers wait as their master (polite, or spinning on Improbe).
+sleeps) and busy (Testsome in a tight Python loop), each with the control receive a run has.
+(No mode blocks in MPI_Waitsome: a worker that stops answering would never complete it, see
+gcc_mpi/runtime/hung.py.) Workers wait as their master (polite, or spinning on Improbe).
 
     mpiexec -n 3 python benchmarks/gather_modes.py [--blocks 6] [--trials 40]
                                                    [--target mlp|linear] [--delay 0]
@@ -41,16 +41,14 @@ def job_for(size, target):
     return load_default_job(sets, defaults={"code.workers": size - 1})
 
 
-MODES = {"polite": ("polite", False), "spin": ("busy", False), "waitsome": ("busy", True)}
+MODES = ("polite", "busy")
 
 
 def block(comm, setup, name, trials, start, delay):
     """(protocol ms, rank-0 CPU ms) per round of one block in mode ``name``, then EXIT."""
-    wait, listen = MODES[name]
-    master = Master(comm, MPI, Waiter(MPI, wait))
+    master = Master(comm, MPI, Waiter(MPI, name))
     master.open(setup, 0, 1)
-    if listen:
-        master.listen()
+    master.listen()
     protocol, cpu = [], []
     for t in range(start, start + trials):
         X, Y, delays = setup.inputs(0, t)
@@ -62,7 +60,7 @@ def block(comm, setup, name, trials, start, delay):
         protocol.append(1e3 * (rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain))
     master.shutdown()
     master.close()
-    return protocol, cpu, master.waiter.blocked
+    return protocol, cpu
 
 
 def main():
@@ -78,21 +76,20 @@ def main():
         from gcc_mpi.simulate import prepare
 
         (_, setup), = prepare(job)
-        results = {name: ([], [], 0) for name in MODES}
+        results = {name: ([], []) for name in MODES}
     else:
         targets = build_targets(job.to_toml(), ".", [(64, 10)])
     for b in range(args.blocks + 1):  # block 0 warms up and is not counted
-        for name, (wait, _) in MODES.items():
+        for name in MODES:
             comm.Barrier()
             if comm.rank == 0:
-                pr, cpu, blocked = block(comm, setup, name, args.trials, b * args.trials,
-                                         args.delay)
+                pr, cpu = block(comm, setup, name, args.trials, b * args.trials, args.delay)
                 if b:
-                    old = results[name]
-                    results[name] = (old[0] + pr, old[1] + cpu, old[2] + blocked)
+                    results[name][0].extend(pr)
+                    results[name][1].extend(cpu)
             else:
                 # until this block's EXIT; serve then says BYE, which rank 0's shutdown awaits
-                Worker(comm, MPI, Waiter(MPI, wait, hi=SLEEP_IDLE), targets).serve()
+                Worker(comm, MPI, Waiter(MPI, name, hi=SLEEP_IDLE), targets).serve()
     if comm.rank != 0:
         return
     print(f"# gather_modes: {comm.size} ranks on {len(os.sched_getaffinity(0))} cores, scheme "
@@ -100,11 +97,11 @@ def main():
           f"{args.trials} rounds per mode; {library(MPI)[:48]}")
     base_pr = np.median(results["polite"][0])
     base_cpu = np.median(results["polite"][1])
-    for name, (pr, cpu, blocked) in results.items():
+    for name, (pr, cpu) in results.items():
         pr_m, cpu_m = np.median(pr), np.median(cpu)
         print(f"{name:9s}: protocol {pr_m:7.3f} ms/round (p90 {np.percentile(pr, 90):7.3f}, "
               f"x{pr_m / base_pr:.2f} polite's), rank 0 CPU {cpu_m:7.3f} ms/round "
-              f"(x{cpu_m / base_cpu:.2f}); {blocked} Waitsome calls")
+              f"(x{cpu_m / base_cpu:.2f})")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
     mpiexec -n 32 python benchmarks/runtime_overhead.py [--blocks 10] [--trials 40]
                                                         [--wait auto] [--target mlp|linear]
-                                                        [--gather waitsome|testsome]
 
 The runtime runs N = ranks - 1 workers with no stragglers and decode.wait = "all", one scheme
 (bacc: every worker gets a coded input and every result is waited for) — the same 31 sends and
@@ -21,9 +20,8 @@ so all see the same machine (other load on 2 cores moves both). Printed, as medi
             per-block ratios;
 - round:    the whole round as the master sees it (encode + protocol + decode).
 
-With ``--wait busy`` the master blocks in Waitsome over its receives and the control receive
-(``--gather waitsome``, what a run does) or spins on Testsome (``--gather testsome``, what it
-does when a deadline is ahead); polite waiting always uses Testsome with back-off.
+With ``--wait busy`` the master spins on Testsome, polite waiting tests with back-off sleeps;
+either with the control receive, as a run has it.
 """
 
 import argparse
@@ -68,11 +66,10 @@ def floor_loop(comm, trials, f=None):
     return None
 
 
-def runtime_block(master, setup, trials, start, gather):
+def runtime_block(master, setup, trials, start):
     """(protocol time, round time) per round for ``trials`` rounds, then EXIT to the workers."""
     protocol, rounds = [], []
-    if gather == "waitsome":
-        master.listen()  # the control receive, as a run has it (shutdown cancels it)
+    master.listen()  # the control receive, as a run has it (shutdown cancels it)
     for t in range(start, start + trials):
         X, Y, delays = setup.inputs(0, t)
         drain = master.stats["drain"]
@@ -90,8 +87,6 @@ def main():
     p.add_argument("--trials", type=int, default=40, help="trials per block")
     p.add_argument("--wait", default="auto", choices=("auto", "busy", "polite"))
     p.add_argument("--target", default="mlp", choices=("mlp", "linear"))
-    p.add_argument("--gather", default="waitsome", choices=("waitsome", "testsome"),
-                   help="how a busy master waits (polite: always Testsome)")
     args = p.parse_args()
     comm = MPI.COMM_WORLD
     mode = resolve_wait(args.wait, comm)
@@ -110,7 +105,7 @@ def main():
             timed.append(floor_loop(comm, args.trials, f))
         comm.Barrier()
         if comm.rank == 0:
-            pr, rd = runtime_block(master, setup, args.trials, b * args.trials, args.gather)
+            pr, rd = runtime_block(master, setup, args.trials, b * args.trials)
             if b:
                 floor.append(timed[0])
                 floor_f.append(timed[1])
@@ -127,8 +122,7 @@ def main():
     floor, floor_f, protocol, rounds = map(np.concatenate, (floor, floor_f, protocol, rounds))
     fl, ff, pr, rd = np.median(floor), np.median(floor_f), np.median(protocol), np.median(rounds)
     print(f"# runtime_overhead: {comm.size} ranks, scheme {SCHEME}, f = {args.target}, wait=all, "
-          f"zero delay, runtime waiting {mode} ({'Testsome' if mode == 'polite' else args.gather}"
-          f", {master.waiter.blocked} Waitsome calls); {args.blocks} blocks x {args.trials} "
+          f"zero delay, runtime waiting {mode}; {args.blocks} blocks x {args.trials} "
           f"trials; {MPI.Get_library_version().replace(chr(0), '').splitlines()[0][:40]}")
     print(f"floor (polite)   : {fl:7.3f} ms/trial median (p90 {np.percentile(floor, 90):.3f})")
     print(f"floor + f        : {ff:7.3f} ms/trial median (p90 {np.percentile(floor_f, 90):.3f})"

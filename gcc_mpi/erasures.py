@@ -7,14 +7,16 @@ coded row with the same function, ``evaluate_row``, so both record the same code
 
 Codes (dataset ``error``, (trials, N) int8): 0 none; 1 f raised; 2 NaN or inf in f's output;
 3 output of the wrong shape; 4 the worker's rank died (MPI only, a permanent straggler from then
-on). Only erasures the master saw before it stopped waiting are recorded, like ``used``.
+on); 5 the worker's rank did not answer (MPI only: a stopped or stuck process, no reply for
+longer than its tasks could take; it gets no task until it answers again). Only erasures the
+master saw before it stopped waiting are recorded, like ``used``.
 """
 
 import numpy as np
 
-NONE, RAISED, NONFINITE, SHAPE, LOST = 0, 1, 2, 3, 4
+NONE, RAISED, NONFINITE, SHAPE, LOST, HUNG = 0, 1, 2, 3, 4, 5
 CODES = {NONE: "none", RAISED: "f raised", NONFINITE: "NaN or inf in f's output",
-         SHAPE: "output of the wrong shape", LOST: "rank died"}
+         SHAPE: "output of the wrong shape", LOST: "rank died", HUNG: "rank did not answer"}
 TEXT_MAX = 200  # characters of an exception's message kept per erasure
 
 

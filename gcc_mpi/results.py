@@ -165,6 +165,22 @@ class ResultWriter:
                      "trial": int(trial)})
         self._f.attrs["lost"] = json.dumps(lost)
 
+    def set_hosts(self, hosts) -> None:
+        """Record where the ranks run: root attribute ``hosts``, JSON text of a list whose item r
+        is the host of MPI rank r (0: the master), as the last run that wrote the file saw it
+        (a resumed run may run elsewhere)."""
+        self._f.attrs["hosts"] = json.dumps([str(h) for h in hosts])
+
+    def add_hung(self, rank: int, point: int, trial: int, host: str) -> None:
+        """Record that MPI rank ``rank`` (on ``host``) stopped answering during ``trial`` of
+        ``point`` (a stopped or stuck process: a straggler the rounds no longer wait for, see
+        gcc_mpi/runtime/hung.py): root attribute ``hung``, JSON text of a list of {"rank",
+        "worker", "point", "trial", "host"}, kept and extended by --resume."""
+        hung = json.loads(self._f.attrs.get("hung", "[]"))
+        hung.append({"rank": int(rank), "worker": int(rank) - 1, "point": int(point),
+                     "trial": int(trial), "host": str(host)})
+        self._f.attrs["hung"] = json.dumps(hung)
+
     # -- points and rows -----------------------------------------------------------------
     def add_point(self, index: int, params: dict) -> None:
         """Create group ``point_XXX`` with its parameters; a no-op if it exists with the same."""

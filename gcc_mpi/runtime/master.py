@@ -30,44 +30,36 @@ bounded by GRACE seconds, after which MPI_Abort ends the job.
 
 A dead worker is a permanent straggler from then on — never sent a task again, error code 4
 (LOST) in the file, named on stderr and in the file's ``lost`` attribute with the trial it
-died in — and the job completes, when the MPI lets the other ranks go on:
+died in — and the job completes, when the MPI lets the other ranks go on: under ULFM (Open MPI
+``mpiexec --with-ft ulfm``, any rank on any node) and under MPICH ``mpiexec
+-disable-auto-cleanup`` (a rank of rank 0's node that exits without a signal). Which ranks died
+is ``deaths``' to say, whichever way it heard first; ``_bury`` then cancels every request of
+the rounds in flight to them (a round still waiting records them LOST) and takes the replies of
+the others that the failed wait completed. A scheme that can no longer decode (an exact one
+short of results) records its trials as failed with the reason; the others go on. Otherwise the
+launcher kills every rank at once (the file keeps every trial committed before).
 
-- ULFM (Open MPI ``mpiexec --with-ft ulfm``): the dead rank's requests complete with a
-  process-failure error (``RankFailure`` from the waiter); rank 0 asks MPI which ranks failed
-  (``Comm.Get_failed``) and acknowledges them (``Ack_failed``, so that the any-source control
-  receive works again). Works for ranks on every node.
-- MPICH ``mpiexec -disable-auto-cleanup``: hydra sends the other ranks SIGUSR1 instead of
-  killing them; rank 0 finds which rank died from the pids the workers sent at start-up
-  (processes on its own node). A dead rank on another node cannot be told apart: the job stops
-  as for SIGTERM, exit code 1.
-
-Either way ``_bury`` then cancels every request of the rounds in flight to the dead rank (a
-round still waiting records it LOST) and takes the replies of the others that the failed wait
-completed. A scheme that can no longer decode (an exact one short of results) records its
-trials as failed with the reason; the others go on. Without either, the launcher kills every
-rank at once (the file keeps every trial committed before).
+A worker that stops answering (stopped, stuck) is a straggler the rounds stop waiting for
+(``hung``, ``_silence``): error code 5 (HUNG) while it is silent, the file's ``hung``
+attribute; back in the rounds when it answers again; resumed or ended before the EXITs.
 """
 
-import signal
 import sys
 import time
 
 import numpy as np
 
-from ..erasures import LOST, summary
+from ..erasures import HUNG, LOST, summary
 from . import protocol as P
-from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff, RankFailure, process_gone
+from .deaths import Deaths, WorkerLost
+from .hung import Hung
+from .mpi import RankFailure
+from .notices import Notices
 
 GRACE = 10.0         # seconds for each step of a stop (drain the round, deliver EXIT)
 BLOCK = 256          # trials of records held by the master before they go to the writer
-FIND_DEAD = 2.0      # seconds to look for the dead rank after hydra's notice
-LOOK_EVERY = 0.5     # seconds between looks for ended worker processes under ULFM
 
-
-class WorkerLost(Exception):
-    """A rank died and rank 0 cannot tell which: the job cannot go on."""
-
-    code = 1
+__all__ = ["GRACE", "Master", "Round", "WorkerLost"]
 
 
 class Round:
@@ -103,23 +95,20 @@ class Master:
     scattered, decided, stopped and drained before the next starts.
 
     ``stop``: a StopFlag (SIGTERM, SIGINT, job.time_limit); ``notice``: counts hydra's dead-
-    process notices; ``peers``: {rank: (pid, host)} from READY; ``host``: this rank's host;
-    ``ft``: ULFM is on (dead ranks are found by asking MPI)."""
+    process notices; ``peers``: {rank: (pid, host)} from HELLO; ``host``: this rank's host;
+    ``ft``: ULFM is on (dead ranks are found by asking MPI); ``deaths``: the run's ``Deaths``
+    when the start-up made it (it buries ranks dead before the first trial)."""
 
     def __init__(self, comm, MPI, waiter, stop=None, notice=None, peers=None, host=None,
-                 ft=False):
+                 ft=False, deaths=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
-        self.stop, self.notice, self.ft = stop, notice, ft
-        self.peers, self.host = peers or {}, host
-        self.seen_notices = 0
-        self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)
-        self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
-        self.control = None     # the persistent any-source receive of NOTICEs (``listen``)
-        self.notice_row = np.zeros(P.NOTICE_SIZE)
-        self.byes = set()       # ranks whose last NOTICE (BYE, after EXIT) came
-        self.dead = set()       # ranks that died (permanent stragglers)
-        self.lost = []          # (rank, point, trial) of every death, in order
-        self.writer = None      # the results file (``run``): its ``lost`` attribute
+        self.stop, self.ft = stop, ft
+        peers = peers or {}
+        self.peers = peers      # {rank: (pid, host)}, shared with deaths and hung
+        self.deaths = deaths or Deaths(comm, MPI, peers, host, ft, notice)
+        self.hung = Hung(comm, MPI, waiter, peers, host, comm.size)
+        self.notices = Notices(comm, MPI, stop, self.deaths)  # heard while ``listen``ing
+        self.writer = None      # the results file (``run``): its ``lost`` and ``hung``
         self.orphans = []       # requests to dead ranks that could not be completed
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.slots = None       # the current point's buffers and persistent requests
@@ -131,59 +120,21 @@ class Master:
         self.seq = 0
         self.t0 = time.perf_counter()  # t_start and t_end of every round count from here
         self.stats = dict(rounds=0, tasks=0, used=0, unused=0, stopped=0, cancelled=0,
-                          crossed=0, failed=0, lost=0, drain=0.0)
+                          crossed=0, failed=0, lost=0, hung=0, drain=0.0)
 
     def _check(self):
-        notices = max(self.notice.count if self.notice is not None else 0, self.peer_notices)
-        if notices > self.seen_notices:
-            raise RankFailure("hydra reported a dead process")
-        if self.ft and time.monotonic() > self.next_look:
-            # Open MPI 5.0.11 reports a rank that a signal killed, not one that called exit()
-            # without MPI_Finalize: look for the pids of rank 0's node now and then
-            self.next_look = time.monotonic() + LOOK_EVERY
-            if self._gone():
-                raise RankFailure("a worker's process ended")
+        self.deaths.check()
         if self.stop is not None:
             self.stop.check()
 
-    def _gone(self):
-        """Ranks on rank 0's node whose process ended (not yet buried)."""
-        return {r for r, (pid, host) in self.peers.items() if r not in self.dead
-                and host == self.host and process_gone(pid)}
-
     def listen(self):
-        """Keep a receive of the workers' NOTICEs active (any source), so that a busy waiter
-        can block in Waitsome: a worker that gets a signal completes it."""
-        if self.control is None:
-            self.control = self.comm.Recv_init(self.notice_row, source=self.MPI.ANY_SOURCE,
-                                               tag=P.NOTICE)
-            self.control.Start()
-            self.waiter.control, self.waiter.on_control = self.control, self._noticed
-
-    def _noticed(self):
-        """A worker's NOTICE came: note it (``_check`` acts on it) and listen again."""
-        kind, rank, value = self.notice_row.tolist()
-        self.control.Start()
-        if kind == P.NOTIFIED:
-            self.peer_notices = max(self.peer_notices, int(value))
-        elif kind == P.BYE:
-            self.byes.add(int(rank))
-        elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
-            self.stop.signum, self.stop.since = int(value), time.monotonic()
-            print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
-                  "stopping the job", file=sys.stderr, flush=True)
+        """Listen to the workers' NOTICEs on every turn of every wait (``notices``)."""
+        self.notices.listen()
+        self.waiter.control = self.notices
 
     def _unlisten(self):
-        control, self.control = self.control, None
-        self.waiter.control = self.waiter.on_control = None
-        if control is None:
-            return
-        try:
-            control.Cancel()
-            control.Wait()
-            control.Free()
-        except self.MPI.Exception:  # completed meanwhile, or its peers died (ULFM)
-            pass
+        self.waiter.control = None
+        self.notices.close()
 
     # -- the run --------------------------------------------------------------------------
     def run(self, prepared, writer, progress):
@@ -254,8 +205,8 @@ class Master:
             self.where = (point, t)
             try:
                 self._check()
-            except RankFailure:  # a rank died between rounds
-                self._bury()
+            except RankFailure as e:  # a rank died between rounds
+                self._bury(e)
             X, delays = setup.draw(point, t, inject=True)
             Y_true, why = setup.reference(X)
             records[t] = {}
@@ -302,10 +253,17 @@ class Master:
         code = setup.codes[name]
         rec, X_coded = encode_record(code, X, delays)
         workers, texts = code.active, [""] * code.N
-        if self.dead:  # permanent stragglers: no task, no reply
-            alive = np.array([int(w) + 1 not in self.dead for w in workers])
-            for w in workers[~alive]:
-                rec["error"][w], texts[w] = LOST, f"rank {int(w) + 1} died earlier"
+        dead, hung = self.deaths.dead, self.hung
+        if dead or hung.hung:  # the dead and the silent: no task, no reply
+            alive = np.ones(len(workers), bool)
+            for i, w in enumerate(workers.tolist()):
+                if w + 1 in dead:
+                    rec["error"][w], texts[w] = LOST, f"rank {w + 1} died earlier"
+                elif hung.excluded(w + 1):
+                    rec["error"][w], texts[w] = HUNG, hung.excluded(w + 1)
+                else:
+                    continue
+                alive[i] = False
             workers, X_coded = workers[alive], X_coded[alive]
         slots = self.slots
         slot = slots.free.pop()
@@ -332,26 +290,24 @@ class Master:
         """Wait once for replies (or the next deadline) and act on what came: use or discard
         each reply, decide the rounds that stop waiting, retire the rounds whose every reply
         came. Returns the retired rounds."""
-        waiting = [r.until for r in self.rounds.values() if r.t_stop is None and r.until]
-        until = min(waiting, default=None)
-        if self.limit is not None:
-            until = min(until or self.limit, self.limit)
-        # block in Waitsome only on a set that can complete (a reply is due), with no
-        # job.time_limit ahead (a blocked rank would not see it pass) and not under ULFM, where
-        # a worker that called exit() is found only by looking for its pid (``_check``): Open
-        # MPI 5.0.11 completes no request for it, so a blocked master would wait forever
-        block = not self.ft and (self.stop is None or self.stop.deadline is None) and any(
-            r.pending for r in self.rounds.values())
+        # never longer than to the next look for silent workers (hung)
+        until = min([r.until for r in self.rounds.values() if r.t_stop is None and r.until]
+                    + [self.hung.next_look] + ([self.limit] if self.limit is not None else []))
         try:
-            done = self.waiter.some(self.slots.recvs, until, block)
-        except RankFailure:
-            done = self._after_failure()
+            done = self.waiter.some(self.slots.recvs, until)
+        except RankFailure as e:
+            done = self._after_failure(e)
         now = time.perf_counter()
         if done:
             n, rounds = self.slots.n, self.rounds
             for i in done:  # in the order MPI reports them, as the simulator's arrival order
                 slot, w = divmod(i, n)
                 self._take(rounds[slot], w, now)
+        for rank in self.hung.look(self.rounds.values(), now):
+            self._silence(rank)
+        for rank in self.hung.poll(self._discard, self.slots):
+            print(f"gcc_mpi: rank {rank} answers again (its late replies were discarded); it "
+                  "gets tasks again", file=sys.stderr, flush=True)
         retired = []
         for r in sorted(self.rounds.values(), key=lambda r: r.seq):
             if r.t_stop is None and (not r.pending or (r.until is not None and now > r.until)):
@@ -368,6 +324,8 @@ class Master:
         """Worker w's reply to round r, received at ``now``."""
         r.pending.discard(w)
         status = P.check_reply(self.slots.reply[r.slot, w], r.seq, r.trial, w + 1)
+        self.hung.replied(w + 1, r.seq, now, now - r.t_sent - r.rec["delay"][w]
+                          if status == P.DONE else None)
         if r.t_stop is None and r.until is not None and now > r.until:
             r.t_stop = now  # came after the deadline: not used
         if r.t_stop is not None:  # decided already: a late result, discarded
@@ -425,13 +383,14 @@ class Master:
 
     def _retire(self, r):
         """Round r got every reply: complete its sends and free its slot."""
+        until = self.limit or time.perf_counter() + GRACE
         while True:
             try:
-                if not self.waiter.all(r.sends + list(r.stops.values()), self.limit):
+                if not self.waiter.all(r.sends + list(r.stops.values()), until):
                     raise WorkerLost("the sends of a round could not be completed in time")
                 break
-            except RankFailure:
-                self._bury()
+            except RankFailure as e:
+                self._bury(e)
         del self.rounds[r.slot]
         self.slots.free.append(r.slot)
         s = self.stats
@@ -445,13 +404,14 @@ class Master:
         a pipeline, are kept for their own replies)."""
         self.stats["failed"] += 1
         key = (rank, seq)
+        until = self.limit or time.perf_counter() + GRACE
         while key not in self.errors:
-            if rank in self.dead:
+            if rank in self.deaths.dead:
                 return LOST, f"rank {rank} died"
             try:
-                message = self.waiter.recv_object(self.comm, rank, P.ERROR, self.limit)
-            except RankFailure:
-                self._bury()
+                message = self.waiter.recv_object(self.comm, rank, P.ERROR, until)
+            except RankFailure as e:
+                self._bury(e)
                 continue
             if message is None:
                 raise WorkerLost(f"rank {rank}'s error message for round {seq} did not come")
@@ -459,37 +419,21 @@ class Master:
                 = message
         return P.check_error(self.errors.pop(key), seq, trial, rank)
 
-    def _bury(self):
-        """After a process-failure error (ULFM) or hydra's notice: find the ranks that died,
-        cancel every request to them in the rounds in flight (a round still waiting records
-        them LOST) and return them. WorkerLost when no dead rank can be found (hydra's notice
-        of a rank on another node)."""
-        self.seen_notices = max(self.notice.count if self.notice is not None else 0,
-                                self.peer_notices)
-        found = set()
-        give_up = time.monotonic() + FIND_DEAD
-        while not found:
-            found = self._find_dead()
-            if not found and time.monotonic() > give_up:
-                if self.ft:
-                    raise WorkerLost("MPI reported a process failure but no failed rank")
-                raise WorkerLost("a rank died (hydra reported a dead process) but not on rank "
-                                 "0's node, so rank 0 cannot tell which")
-            if not found:
-                time.sleep(0.02)
+    def _bury(self, failure=None):
+        """After a process-failure error (ULFM), hydra's notice or an ended pid (``failure``,
+        or None): the ranks newly dead (``Deaths.news``), each recorded once with the trial it
+        died in, its requests in the rounds in flight cancelled (a round still waiting records
+        it LOST). WorkerLost when a death cannot be named (hydra's notice of a rank on another
+        node) or the job was ended elsewhere."""
+        found = self.deaths.news(failure)
         point, trial = self.where
         for rank in sorted(found):
             # the oldest round in flight that waited for it, else the trial last started
             t = min((r.trial for r in self.rounds.values() if rank - 1 in r.pending),
                     default=trial)
-            self.lost.append((rank, point, t))
-            if self.writer is not None:
-                self.writer.add_lost(rank, point, t)
-            pid = self.peers.get(rank, (None,))[0]
-            print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {pid}) died during trial {t} "
-                  f"of point {point}; it is a permanent straggler from now on (error code "
-                  f"{LOST} in the file)", file=sys.stderr, flush=True)
-        self.dead |= found
+            self.deaths.bury(rank, point, t, self.writer)
+            self.orphans += self.hung.forget(rank)
+            self.notices.forget(rank)
         self.stats["lost"] += len(found)
         for r in self.rounds.values():
             for k, w in enumerate(r.workers.tolist()):
@@ -497,26 +441,48 @@ class Master:
                     self._forget(r, k, w)
         return found
 
-    def _find_dead(self):
-        """Ranks newly known dead: from MPI under ULFM, else from the pids of rank 0's node."""
-        if self.ft:
-            group = self.comm.Get_failed()
-            try:
-                ranks = self.MPI.Group.Translate_ranks(group, list(range(group.Get_size())),
-                                                       self.comm.Get_group())
-            finally:
-                group.Free()
-            self.comm.Ack_failed()  # any-source receives (the control receive) work again
-            return {r for r in ranks if r not in self.dead and r > 0} | self._gone()
-        return self._gone()
+    def _silence(self, rank):
+        """``rank`` owes a reply past its due time (``hung``): the rounds in flight stop
+        waiting for it — one still waiting records it HUNG and sends it a STOP (so that it
+        skips that task if it comes back) — and its requests in their slots are parked; it
+        gets no task until they complete. Said on stderr and in the file's ``hung``."""
+        w, (point, trial) = rank - 1, self.where
+        t = min((r.trial for r in self.rounds.values() if w in r.pending), default=trial)
+        for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+            if w not in r.pending:
+                continue
+            if r.decided is None:
+                r.rec["error"][w], r.texts[w] = HUNG, f"rank {rank} did not answer"
+                stop = self._isend(P.fill_control(self.slots.stop[r.slot, w], P.STOP, r.seq,
+                                                  r.trial), rank)
+            else:
+                stop = r.stops.pop(w, None)
+            r.sends[int(np.flatnonzero(r.workers == w)[0])] = self.MPI.REQUEST_NULL
+            r.pending.discard(w)
+            self.hung.park(rank, (point, t), self.slots, r.slot, w, stop, r.seq, r.trial)
+        self.stats["hung"] += 1
+        pid, host = self.deaths.peers.get(rank, (None, None))
+        if self.writer is not None:
+            self.writer.add_hung(rank, point, t, host)
+        print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
+              f"{self.hung.hang_after()[rank]:.1f} s, in trial {t} of point {point}; a straggler "
+              f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
+              "answers", file=sys.stderr, flush=True)
 
-    def _after_failure(self):
+    def _discard(self, rank, seq, trial, status):
+        """A parked reply (``hung``) came: never used; a FAILED one's ERROR message too."""
+        if status == P.FAILED:
+            self._error(rank, seq, trial)
+        self.stats["unused"] += 1
+
+    def _after_failure(self, failure):
         """A wait ended because a rank died: bury it, then return the replies of the live
         workers that the failed wait completed (MPI deactivated their requests without
         telling which: a completed persistent request tests true), oldest round first."""
         n, recvs, done = self.slots.n, self.slots.recvs, []
         while True:
-            self._bury()
+            self._bury(failure)
+            failure = None
             again = False
             for r in sorted(self.rounds.values(), key=lambda r: r.seq):
                 for w in sorted(r.pending):
@@ -526,14 +492,14 @@ class Master:
                     try:
                         if recvs[i].Test():
                             done.append(i)
-                    except self.MPI.Exception:
+                    except self.MPI.Exception as e:
                         again = True  # one more rank died: bury it too
-            if self.control is not None:
-                try:
-                    if self.control.Test():
-                        self._noticed()
-                except self.MPI.Exception:
-                    again = True
+                        failure = self.failure(e)
+            try:
+                self.notices.poll()
+            except self.MPI.Exception as e:
+                again = True
+                failure = self.failure(e)
             if not again:
                 return done
 
@@ -554,6 +520,13 @@ class Master:
                 self._cancel(request)
                 self.orphans.append(request)  # a send to the dead may never complete
         r.sends[k] = self.MPI.REQUEST_NULL
+
+    def failure(self, e):
+        """The RankFailure that MPI error ``e`` stands for (the waiter's reading of it)."""
+        try:
+            self.waiter.raise_failure(e)
+        except RankFailure as failure:
+            return failure
 
     def _isend(self, row, rank):
         """Isend of a control row; REQUEST_NULL when MPI already knows the rank is dead
@@ -577,6 +550,7 @@ class Master:
         and receive their replies (each answers within a polling interval unless f is still
         running); no record is made. True when every round was drained within ``grace``
         seconds; the persistent requests are then freed."""
+        self.writer = None  # closed by the stop: what the drain finds is said, not recorded
         self.limit = time.perf_counter() + grace
         try:
             for r in self.rounds.values():
@@ -603,20 +577,27 @@ class Master:
         is the very failure the BYE is there to prevent (MPICH's rank 0 fails in MPI_Finalize
         and skips the barrier in which the workers then wait for ever). So every master and
         worker end alike, whoever drives them (run, probe, the benchmarks). Under ULFM nothing
-        is awaited (``_farewells``), so nothing is listened for either."""
+        is awaited (``_farewells``), so nothing is listened for either.
+
+        First every hung worker is resumed or ended (``Hung.settle``: ``Stuck`` when only
+        MPI_Abort can); after any death the EXIT tells the workers to leave without
+        MPI_Finalize, which would wait for the dead."""
         if not self.ft:
             self.listen()  # a no-op when it listens already
+        self.orphans += self.hung.settle(self.deaths, self._discard, self.slots, self.ft)
         rows = np.zeros((self.comm.size - 1, P.HEADER))
-        ranks = [r for r in range(1, self.comm.size) if r not in self.dead]
-        self.byes = set()  # a BYE answers this EXIT (benchmarks shut one master down per block)
-        sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT), r) for r in ranks]
+        dead = self.deaths.dead
+        ranks = [r for r in range(1, self.comm.size) if r not in dead]
+        self.notices.byes = set()  # a BYE answers this EXIT (benchmarks: one master per block)
+        sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT, 1 if dead else 0), r)
+                 for r in ranks]
         until = None if grace is None else time.perf_counter() + grace
         try:
             while True:
                 try:
                     return self.waiter.all(sends, until) and self._farewells(ranks, until)
-                except RankFailure:  # one more died: forget its EXIT
-                    buried = self._bury()
+                except RankFailure as e:  # one more died: forget its EXIT
+                    buried = self._bury(e)
                     for i, rank in enumerate(ranks):
                         if rank in buried and sends[i]:
                             self._cancel(sends[i])
@@ -626,36 +607,26 @@ class Master:
             self._unlisten()
 
     def _farewells(self, ranks, until):
-        """Wait for the BYE of every live rank in ``ranks`` (a dead one sends none); False
-        once time.perf_counter() passes ``until``. Under ULFM no rank calls MPI_Finalize, so
-        an unreceived BYE is harmless and none is awaited (a rank that called exit() before
-        its BYE would be awaited in vain: Open MPI does not report it, see ``_check``)."""
-        control = self.control
-        if self.ft:
-            return True
-        backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
-        while not set(ranks) - self.dead <= self.byes:
-            if control.Test():
-                self._noticed()
-                backoff.reset()
-            elif until is not None and time.perf_counter() > until:
-                return False
-            else:
-                backoff.sleep()
-        return True
+        """Wait for the BYE of every live rank in ``ranks``; False once time.perf_counter()
+        passes ``until``. Under ULFM no rank calls MPI_Finalize, so an unreceived BYE is
+        harmless and none is awaited (a rank that called exit() before its BYE would be
+        awaited in vain: Open MPI does not report it, see ``deaths``)."""
+        return self.ft or self.notices.farewells(ranks, until, self.waiter)
 
     def describe(self):
         s = self.stats
         late = s["unused"] + s["crossed"]
         pipeline = f", pipeline {self.depth}" if self.depth > 1 else ""
-        blocked = f", {self.waiter.blocked} Waitsome calls" if self.waiter.blocked else ""
         text = (f"gcc_mpi: {s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
-                f"worker ranks ({self.waiter.mode} waiting{blocked}{pipeline}): {s['used']} results used, "
+                f"worker ranks ({self.waiter.mode} waiting{pipeline}): {s['used']} results used, "
                 f"{late} late results discarded ({s['crossed']} crossed a STOP), "
                 f"{s['cancelled']} tasks cancelled while sleeping or queued; "
                 f"{1e3 * s['drain'] / max(s['rounds'], 1):.2f} ms per round to stop and drain")
         if s["failed"]:
             text += f"; {s['failed']} erasures (f failed on a worker)"
-        if self.dead:
-            text += f"; ranks {', '.join(map(str, sorted(self.dead)))} died"
+        dead = self.deaths.dead - self.deaths.expected
+        if dead:
+            text += f"; ranks {', '.join(map(str, sorted(dead)))} died"
+        if s["hung"]:
+            text += f"; {s['hung']} times a rank stopped answering"
         return text

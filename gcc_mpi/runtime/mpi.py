@@ -4,20 +4,17 @@ Waiting is the whole game when ranks outnumber cores: the blocking calls of MPIC
 MPI (Recv, Wait*, Probe) spin, so with 32 ranks on 2 cores every idle rank competes with the
 one that has work. ``Waiter`` hides the ways to wait:
 
-- busy:   spin without sleeping — lowest latency when every rank has a core to itself. The
-          master blocks in ``MPI_Waitsome`` over its receives and one *control receive* (a
-          worker's announcement that it got a signal or that a peer died, see ``protocol``),
-          so the spinning is MPI's own; it polls with Testsome instead whenever it must not
-          block past a time (a ``decode.deadline``, ``job.time_limit``, the bound of a stop).
-- polite: Testsome/Testall/Improbe and, while nothing is ready, ``time.sleep`` with
-          exponential back-off (SLEEP_MIN .. a cap) — idle ranks give their core away.
+- busy:   Testsome/Testall/Improbe in a tight loop, without sleeping — lowest latency when
+          every rank has a core to itself.
+- polite: the same tests and, while nothing is ready, ``time.sleep`` with exponential back-off
+          (SLEEP_MIN .. a cap) — idle ranks give their core away.
 
-Python runs signal handlers only between bytecodes, so a rank blocked in MPI_Waitsome does not
-see SIGTERM until something completes: that is what the control receive is for. A worker that
-notes SIGTERM/SIGINT (or hydra's SIGUSR1) sends rank 0 a NOTICE, which completes rank 0's
-Waitsome; rank 0 then acts on its own flags. SIGTERM sent to rank 0 alone is seen when the next
-reply comes (each TASK gets one reply, so within the round's longest delay + f). Every polling
-loop calls the waiter's ``check`` (if set), which may raise to end the wait.
+No rank ever blocks inside MPI (Waitsome, Recv, Probe): a wait there ends only when a peer
+answers, and a peer that was stopped (SIGSTOP), is stuck, or died unseen never does. Every wait
+is a loop that can see time pass — a deadline, ``job.time_limit``, the bound of a stop, the
+moment a silent worker counts as hung (``hung``) — and calls the waiter's ``check`` (if set) on
+every turn, which may raise to end the wait. Python runs signal handlers between bytecodes, so
+a polling rank sees its own SIGTERM at its next turn.
 
 ``auto`` (the default) picks polite when this node runs more ranks than it has cores. Override
 with ``--wait busy|polite|auto`` or the environment variable GCC_MPI_WAIT.
@@ -30,8 +27,11 @@ process of the job died and the job was started with ``mpiexec -disable-auto-cle
 default action would kill them too). Without that option hydra kills every rank itself.
 
 Dead peers under ULFM (Open MPI ``mpiexec --with-ft ulfm``, ``fault_tolerant``): requests that
-involve a dead rank complete with an error of class MPI_ERR_PROC_FAILED (Testsome/Waitsome:
-MPI_ERR_IN_STATUS); the waiter turns it into ``RankFailure`` and the master buries the rank.
+involve a dead rank complete with an error of class MPI_ERR_PROC_FAILED (Testsome:
+MPI_ERR_IN_STATUS); the waiter turns it into ``RankFailure`` and the master buries the rank
+(``deaths``). Ending the job under ULFM (``abort``): MPI_Abort ends only the rank that calls it
+there, so the rank revokes COMM_WORLD and leaves; every other rank's next MPI call fails with
+MPI_ERR_REVOKED and it leaves too.
 """
 
 import fcntl
@@ -141,7 +141,13 @@ def several_tasks_error(command):
 
 class RankFailure(Exception):
     """A rank of the job died: hydra's notice (SIGUSR1) came, or, under ULFM, a request
-    completed with a process-failure error. The master's waits hand over to ``Master._bury``."""
+    completed with a process-failure error. The master's waits hand over to ``Master._bury``.
+    ``revoked``: the error was MPI_ERR_REVOKED — no death, another rank ended the job
+    (``abort``)."""
+
+    def __init__(self, text, revoked=False):
+        super().__init__(text)
+        self.revoked = revoked
 
 
 def failure_classes(MPI):
@@ -276,14 +282,12 @@ class Backoff:
 
 class Waiter:
     """How one rank waits for requests and messages: ``polite`` (test + back-off sleep) or busy
-    (test in a tight loop; the master's gather blocks in Waitsome, see ``some``). ``hi`` caps
-    the polite sleeps of ``some`` (the master's gather). ``check``: called on every turn of a
-    wait; whatever it raises ends the wait. ``ft``: ULFM is on, so an MPI error of a process-
-    failure class raises ``RankFailure``.
+    (test in a tight loop). ``hi`` caps the polite sleeps of ``some`` (the master's gather).
+    ``check``: called on every turn of a wait; whatever it raises ends the wait. ``ft``: ULFM is
+    on, so an MPI error of a process-failure class raises ``RankFailure``.
 
-    The master sets ``control`` (its persistent control receive, always active) and
-    ``on_control`` (called, without raising, when it completed: it notes what the message
-    says and restarts it; the next ``check`` acts on it)."""
+    The master sets ``control``, its ``notices.Notices``: polled on every turn (it takes the
+    NOTICEs that came and listens again; the next ``check`` acts on them)."""
 
     def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None, ft=False):
         self.MPI = MPI
@@ -294,35 +298,30 @@ class Waiter:
         self.check = check
         self.failures = failure_classes(MPI) if ft else frozenset()
         self.control = None
-        self.on_control = None
-        self.blocked = 0  # Waitsome calls (the figure benchmarks and tests read)
 
-    def _failed(self, e):
-        """An MPI exception in a wait: RankFailure if it says a peer died (ULFM), else as is."""
-        if e.Get_error_class() in self.failures:
-            raise RankFailure(str(e)) from None
+    def raise_failure(self, e):
+        """Raise MPI exception ``e`` of a wait: as RankFailure if it says a peer died or the
+        job ended (ULFM), else as is."""
+        cls = e.Get_error_class()
+        if cls in self.failures:
+            raise RankFailure(str(e), revoked=cls == getattr(self.MPI, "ERR_REVOKED", None)) \
+                from None
         raise e
 
     def poll_control(self):
-        """Take the control message if one came (``on_control``), then run ``check``."""
-        control = self.control
-        if control is not None and control.Test():
-            self.on_control()
+        """Take the NOTICEs that came (``control``), then run ``check``."""
+        if self.control is not None:
+            self.control.poll()
         if self.check is not None:
             self.check()
 
-    def some(self, requests, until=None, block=False):
+    def some(self, requests, until=None):
         """Indices of requests completed now, in the order MPI reports them; [] once the
-        clock (time.perf_counter) passes ``until``; None when no request is active.
-
-        ``block``: the caller knows that a request is active; a busy waiter with a control
-        receive then blocks in Waitsome (unless ``until`` is set) instead of spinning."""
+        clock (time.perf_counter) passes ``until``; None when no request is active."""
         try:
-            if block and until is None and not self.polite and self.control is not None:
-                return self._waitsome(requests)
             return self._testsome(requests, until)
         except self.MPI.Exception as e:
-            self._failed(e)
+            self.raise_failure(e)
 
     def _testsome(self, requests, until):
         Testsome = self.MPI.Request.Testsome
@@ -342,21 +341,12 @@ class Waiter:
             elif self.polite:
                 backoff.sleep()
 
-    def _waitsome(self, requests):
-        """Block in Waitsome over ``requests`` and the control receive (which a worker
-        completes when it gets a signal), so the set can always complete."""
-        Waitsome = self.MPI.Request.Waitsome
-        both = [*requests, self.control]
-        last = len(requests)
-        while True:
-            self.poll_control()  # a signal or notice that came since the last look
-            self.blocked += 1
-            done = Waitsome(both)
-            if last in done:
-                done.remove(last)
-                self.on_control()
-            if done:
-                return done
+    def test(self, requests):
+        """Indices of ``requests`` complete now, without waiting (None when none is active)."""
+        try:
+            return self.MPI.Request.Testsome(requests)
+        except self.MPI.Exception as e:
+            self.raise_failure(e)
 
     def all(self, requests, until=None):
         """Wait until every request is complete: True, or False once time.perf_counter()
@@ -372,7 +362,7 @@ class Waiter:
                 if self.polite:
                     backoff.sleep()
         except self.MPI.Exception as e:
-            self._failed(e)
+            self.raise_failure(e)
         return True
 
     def probe(self, comm, source, tag, status):
@@ -405,7 +395,7 @@ class Waiter:
                     return None
                 backoff.sleep()
         except self.MPI.Exception as e:
-            self._failed(e)
+            self.raise_failure(e)
 
 
 def improbe(comm, source, tag, status):
@@ -460,17 +450,41 @@ DRAIN = 2.0  # seconds MPI_Abort waits at most for the launcher to read this ran
 
 
 def abort(comm, code):
-    """MPI_Abort once the launcher has read what this rank wrote. A rank's stdout and stderr
-    are pipes to the launcher (hydra's proxy, Open MPI's prted), which on MPI_Abort kills the
-    job and may never read what is still in them: the line just printed before the abort
-    ("gcc_mpi: interrupted") was missing, MPICH's own abort message with it, in 2 of 50 runs
-    of tests/test_signals.py's second Ctrl-C — each time with its 21 bytes unread in the pipe.
-    One more Ctrl-C only cuts that wait short."""
+    """End the whole job with exit code ``code``, once the launcher has read what this rank
+    wrote. A rank's stdout and stderr are pipes to the launcher (hydra's proxy, Open MPI's
+    prted), which on MPI_Abort kills the job and may never read what is still in them: the line
+    just printed before the abort ("gcc_mpi: interrupted") was missing, MPICH's own abort
+    message with it, in 2 of 50 runs of tests/test_signals.py's second Ctrl-C — each time with
+    its 21 bytes unread in the pipe. One more Ctrl-C only cuts that wait short.
+
+    Under ULFM MPI_Abort ends only the rank that calls it (measured, 16 ranks: the workers and
+    mpiexec ran on until killed, 60 s): the rank revokes COMM_WORLD and leaves without
+    MPI_Finalize instead; every other rank's next MPI call fails with MPI_ERR_REVOKED and it
+    leaves with exit code 0 (``Worker``), so that the launcher returns this rank's code. (When
+    all of 16 ranks left non-zero at once, Open MPI 5.0.11's prterun stayed up for ever with an
+    unreaped child in 4 of 8 runs, with MPI_Abort after the revoke as well; with the others
+    leaving 0, in none of 20.)"""
     try:
         drain((sys.stdout, sys.stderr), DRAIN)
     except KeyboardInterrupt:
         pass
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is not None and fault_tolerant(MPI):
+        try:
+            comm.Revoke()
+        except MPI.Exception:  # revoked already (by another rank)
+            pass
+        exit_without_finalize(code)
     comm.Abort(code)
+
+
+def ended_elsewhere(MPI, e):
+    """The MPI error ``e`` says that the job is over for this worker under ULFM: the
+    communicator was revoked (a rank ended the job, ``abort``) or rank 0 died."""
+    if not fault_tolerant(MPI):
+        return False
+    names = ("ERR_REVOKED", "ERR_PROC_FAILED", "ERR_PROC_FAILED_PENDING")
+    return e.Get_error_class() in {getattr(MPI, n) for n in names if hasattr(MPI, n)}
 
 
 def unread(fd):

@@ -67,7 +67,8 @@ class Timer:
         return [None if t is None else _Timed(t, self.times) for t in targets]
 
     def report(self, comm, waiter):
-        waiter.all([comm.isend(self.times, dest=0, tag=P.SETUP)])
+        waiter.all([comm.isend(self.times, dest=0, tag=P.SETUP)],
+                   time.perf_counter() + REPORT_GRACE)
 
 
 class _Timed:
@@ -129,8 +130,8 @@ def probe_master(comm, MPI, args, stop, notice):
     from ..progress import Progress
     from ..stopping import Stop
     from ..trial import PointSetup
-    from .master import GRACE, Master
-    from .run import _startup_check, announce, pid_map
+    from .master import GRACE, Master, WorkerLost
+    from .run import announce, handshake, pid_map
 
     startup = mpi.Waiter(MPI, "polite")
     try:
@@ -148,13 +149,19 @@ def probe_master(comm, MPI, args, stop, notice):
     host = MPI.Get_processor_name()
     announce(comm, startup, ("ok", job.to_toml(), str(job.base_dir),
                              [(setup.dataset.dim, setup.target.output_dim)], host, os.getpid()))
-    startup.check = lambda: _startup_check(notice)
-    peers = {r: startup.recv_object(comm, r, P.SETUP) for r in range(1, comm.size)}
+    ft = mpi.fault_tolerant(MPI)
+    master = Master(comm, MPI, mpi.Waiter(MPI, mode, ft=ft), stop, notice, {}, host=host, ft=ft)
+    try:
+        handshake(comm, master)
+    except WorkerLost as e:
+        witness.done()
+        print(f"gcc_mpi: {e}; the probe cannot start", file=sys.stderr, flush=True)
+        mpi.abort(comm, 1)
+    peers = master.peers
     print(f"gcc_mpi: probe: ranks by host and pid: {pid_map({0: (os.getpid(), host)} | peers)}",
           file=sys.stderr, flush=True)
 
     W, rounds = comm.size - 1, args.rounds
-    master = Master(comm, MPI, mpi.Waiter(MPI, mode), stop, notice, peers, host=host)
     master.listen()  # the workers' NOTICEs, as in a run (their BYE comes after EXIT)
     master.open(setup, 0, 1)
     arrival = np.full((rounds, W), np.nan)
@@ -180,13 +187,18 @@ def probe_master(comm, MPI, args, stop, notice):
             mpi.abort(comm, e.code)
     progress.close()
     witness.done()
-    if not master.shutdown(GRACE):
-        print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
-              file=sys.stderr, flush=True)
+    try:
+        why = None if master.shutdown(GRACE) else "not every worker took its EXIT"
+    except WorkerLost as e:  # a hung worker that even SIGCONT does not bring back (hung)
+        why = str(e)
+    if why:
+        print(f"gcc_mpi: {why}; ending the job with MPI_Abort", file=sys.stderr, flush=True)
         mpi.abort(comm, 1)
     until = time.perf_counter() + REPORT_GRACE
     compute = np.full((done, W), np.nan)
     for r in range(1, comm.size):
+        if r in master.deaths.dead:
+            continue
         times = startup.recv_object(comm, r, P.SETUP, until)
         if times is None:
             print(f"gcc_mpi: rank {r} did not send its compute times", file=sys.stderr)
@@ -195,8 +207,9 @@ def probe_master(comm, MPI, args, stop, notice):
         compute[:n, r - 1] = times[:n]
     command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
                           *sys.argv[1:]])
-    write_probe(out, arrival[:done], compute, [peers[r][1] for r in range(1, comm.size)],
-                range(1, comm.size), complete=stopped is None, config=job.to_toml(),
+    hosts = [peers.get(r, (None, "?"))[1] for r in range(1, comm.size)]
+    write_probe(out, arrival[:done], compute, hosts, range(1, comm.size),
+                complete=stopped is None, config=job.to_toml(),
                 command=command, mpi=mpi.library(MPI),
                 master_host=host, master=master_work[:done])
     if stopped is not None:

@@ -2,9 +2,10 @@
 
 Start-up (once, pickled): rank 0 sends every other rank, with tag SETUP, ``("error", message)``
 or ``("ok", resolved job TOML, base dir, [(d, m) per sweep point], master's host, master's
-pid)``; each worker builds f and answers READY (tag SETUP, pickled: its pid and host) before the
-first trial. The pids let rank 0 tell which rank died when hydra reports a dead process (see
-``master``); the master's pid names the socket of its witness (see ``witness``).
+pid)``; each worker answers at once HELLO (tag SETUP, pickled: its pid and host), builds f,
+and answers READY (tag SETUP, None) before the first trial. The pids let rank 0 tell which rank
+died (see ``deaths``) also while f is being built, and name the processes it may have to
+resume or end (``hung``); the master's pid names the socket of its witness (see ``witness``).
 
 Hot path (preallocated float64 buffers, persistent requests on the master; integers are exact
 in float64):
@@ -18,8 +19,11 @@ master -> worker, tag CTRL, ``[kind, seq, trial, point, delay, sent, d, m] + x``
           works through its TASKs in the order they came, one at a time).
     STOP  (header only): the result of round ``seq`` is no longer needed. A worker that has
           not started that TASK yet skips it; one that is sleeping its delay stops.
-    EXIT  (header only): leave the worker loop (sent only when no TASK is outstanding).
-    One tag for all three, so MPI's non-overtaking rule delivers them in the order sent: the
+    EXIT  (header only): leave the worker loop (sent only when no TASK is outstanding); ``seq``
+          1: leave without MPI_Finalize (a rank died or was killed: Finalize would wait for it).
+    SIGNAL (header only): send signal ``trial`` to process ``seq`` of this worker's node — how
+          rank 0 resumes (SIGCONT) or ends (SIGKILL) a hung worker on another node (``hung``).
+    One tag for all four, so MPI's non-overtaking rule delivers them in the order sent: the
     TASK of round s always comes before its STOP.
 worker -> master, tag REPLY, ``[seq, trial, status] + y``
     status DONE: y = f(x) follows; CANCELLED: stopped (or skipped) before f ran, nothing
@@ -50,15 +54,17 @@ worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path
 STOP row per worker). Every TASK gets exactly one reply, and a worker replies in the order of
 its TASKs; the master starts the receives of a round before those of any later round, so
 MPI's ordering puts each reply in its own round's slot, and a slot is reused only after every
-reply of its round came. A reply whose header names another round is a protocol error, never
-data; results that come after their round was decided are received and discarded.
+reply of its round came — or, for a worker that stopped answering, after its requests in that
+slot were parked (``hung``): it gets no task in that slot until they complete. A reply whose
+header names another round is a protocol error, never data; results that come after their
+round was decided are received and discarded.
 """
 
 import numpy as np
 
 SETUP, CTRL, REPLY, ERROR, NOTICE = 11, 12, 13, 14, 15   # message tags
 
-TASK, STOP, EXIT = 1.0, 2.0, 3.0         # CTRL kinds
+TASK, STOP, EXIT, SIGNAL = 1.0, 2.0, 3.0, 4.0  # CTRL kinds
 KIND, SEQ, TRIAL, POINT, DELAY, SENT, DIM, OUT = range(8)
 HEADER = 8                               # CTRL header length
 

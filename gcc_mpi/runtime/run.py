@@ -6,13 +6,19 @@ close the file with what was committed and bring every rank down in order, or ab
 
 import os
 import shlex
+import signal
 import sys
+import time
 from pathlib import Path
 
 from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .mpi import Waiter, abort, fault_tolerant, library, resolve_wait
+from .deaths import WorkerLost
+from .mpi import (IDLE_FIRST, SLEEP_IDLE, Backoff, RankFailure, Waiter, abort,
+                  exit_without_finalize, fault_tolerant, library, resolve_wait)
+
+STARTUP_SILENCE = 30.0  # seconds a worker may stay silent at start-up once all others are READY
 
 
 def load_job_for(args, size):
@@ -78,7 +84,7 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     from ..progress import Progress
     from ..results import ResultWriter, read_results
     from ..stopping import Stop, StopFlag
-    from .master import GRACE, Master, WorkerLost  # rank 0's only: workers import this module
+    from .master import Master  # rank 0's only: workers import this module
 
     stop = stop or StopFlag()
     startup = Waiter(MPI, "polite")
@@ -106,24 +112,22 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     witness.results_file(out)
     announce(comm, startup, ("ok", job.to_toml(), str(job.base_dir), shapes,
                              MPI.Get_processor_name(), os.getpid()))
-    startup.check = lambda: _startup_check(notice)
-    try:  # READY: (pid, host) of every other rank
-        peers = {r: startup.recv_object(comm, r, P.SETUP) for r in range(1, comm.size)}
+    ft = fault_tolerant(MPI)
+    host = MPI.Get_processor_name()
+    master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), stop, notice, {}, host=host, ft=ft)
+    try:
+        handshake(comm, master)
     except WorkerLost as e:
         witness.done()
         writer.close(complete=False)
-        print(f"gcc_mpi: {e}", file=sys.stderr, flush=True)
+        print(f"gcc_mpi: {e}; the job cannot start", file=sys.stderr, flush=True)
         abort(comm, 1)
-    ranks = {0: (os.getpid(), MPI.Get_processor_name())} | peers
-    print(f"gcc_mpi: ranks by host and pid: {pid_map(ranks)}", file=sys.stderr, flush=True)
-
-    ft = fault_tolerant(MPI)
-    if ft:  # a dead worker's requests then complete with an error instead of ending the job
-        comm.Set_errhandler(MPI.ERRORS_RETURN)
+    print(f"gcc_mpi: ranks by host and pid: {pid_map({0: (os.getpid(), host)} | master.peers)}",
+          file=sys.stderr, flush=True)
+    writer.set_hosts([host] + [master.peers.get(r, (None, "?"))[1] for r in range(1, comm.size)])
+    if ft:
         print("gcc_mpi: ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that "
               "dies is a permanent straggler", file=sys.stderr, flush=True)
-    master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), stop, notice, peers,
-                    host=MPI.Get_processor_name(), ft=ft)
     master.listen()
     total = len(prepared) * job.config.job.trials
     progress = Progress(total, points=len(prepared), quiet=args.quiet)
@@ -136,11 +140,11 @@ def main_master(comm, args, default_output, stop=None, notice=None):
               "(complete = false): the same command with --resume continues",
               file=sys.stderr, flush=True)
         master.waiter.check = None
-        if isinstance(e, WorkerLost) or not (master.abandon() and master.shutdown(GRACE)):
+        if isinstance(e, WorkerLost) or not master.abandon():
             print("gcc_mpi: the workers could not be stopped in order; ending the job with "
                   "MPI_Abort", file=sys.stderr, flush=True)
             abort(comm, e.code)
-        return e.code
+        return finish(master, comm, e.code)
     if not args.quiet:
         from ..analyze import format_table, summarize
 
@@ -148,15 +152,82 @@ def main_master(comm, args, default_output, stop=None, notice=None):
     print(master.describe(), file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     witness.done()
+    return finish(master, comm, 0)
+
+
+def finish(master, comm, code):
+    """The end of a run or a probe on rank 0, its file closed: every worker EXITed
+    (``Master.shutdown``), and ``code``, the exit code, returned. When they cannot all be ended
+    in order, MPI_Abort ends every process of the job, with ``code`` when only a hung worker
+    stood in the way (``Stuck``: the file is whole), else with ``code`` or 1. After a death no
+    rank calls MPI_Finalize, which would wait for the dead."""
+    from .hung import Stuck
+    from .master import GRACE
+
     try:
-        delivered = master.shutdown(GRACE)
-    except WorkerLost:
-        delivered = False
-    if not delivered:
-        print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
+        if master.shutdown(GRACE):
+            if master.deaths.dead:
+                exit_without_finalize(code)
+            return code
+        why, code = "not every worker took its EXIT", code or 1
+    except Stuck as e:
+        why = str(e)
+    except WorkerLost as e:
+        why, code = str(e), code or 1
+    print(f"gcc_mpi: {why}; ending the job with MPI_Abort", file=sys.stderr, flush=True)
+    abort(comm, code)
+
+
+def handshake(comm, master):
+    """HELLO (pid, host), then READY, of every other rank (protocol), into ``master.peers``.
+    A rank that dies meanwhile is buried (``Deaths``: ULFM, or hydra's notice and its pid) and
+    the run goes on without it. A rank silent STARTUP_SILENCE s after all others were READY
+    (stopped, stuck) is resumed, then ended (``Hung``), and counts as dead. WorkerLost when a
+    death cannot be named (hydra's notice before the dead rank's HELLO)."""
+    from mpi4py import MPI
+
+    deaths, peers = master.deaths, master.peers
+    start, backoff = time.perf_counter(), Backoff(IDLE_FIRST, SLEEP_IDLE)
+    for phase in ("HELLO", "READY"):
+        waiting, last = set(range(1, comm.size)) - deaths.dead, None
+        while waiting:
+            came = False
+            try:
+                for r in sorted(waiting):
+                    message = comm.improbe(r, P.SETUP)
+                    if message is not None:
+                        answer = message.recv()
+                        peers[r] = answer if phase == "HELLO" else peers[r]
+                        waiting.discard(r)
+                        last, came = time.perf_counter(), True
+                deaths.check()
+            except (RankFailure, MPI.Exception) as e:
+                found = deaths.news(e if isinstance(e, RankFailure) else master.failure(e))
+                deaths.defer(found)
+                waiting -= found
+            now = time.perf_counter()
+            if came:
+                backoff.reset()
+            elif last is not None and now - last > max(STARTUP_SILENCE, 10 * (last - start)):
+                if phase == "HELLO":
+                    raise WorkerLost(f"ranks {sorted(waiting)} did not answer at start-up")
+                _end_silent(master, waiting)
+                waiting = set()
+            else:
+                backoff.sleep()
+
+
+def _end_silent(master, ranks):
+    """Workers silent at start-up (stopped or stuck: they never even took the job): ended
+    (SIGKILL), dead from now on."""
+    hung, deaths = master.hung, master.deaths
+    for rank in sorted(ranks):
+        pid, host = master.peers.get(rank, (None, None))
+        print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {pid} on {host}) did not get ready "
+              f"within {STARTUP_SILENCE:g} s of the others; ending it (SIGKILL)",
               file=sys.stderr, flush=True)
-        abort(comm, 1)
-    return 0
+        deaths.expect(rank)
+    hung.signal(deaths, ranks, signal.SIGKILL)
 
 
 def pid_map(peers):
@@ -174,11 +245,3 @@ def pid_map(peers):
         else:
             parts.append(f"{host}: " + ", ".join(f"{r}={pid}" for r, pid in pairs))
     return "; ".join(parts)
-
-
-def _startup_check(notice):
-    from .master import WorkerLost
-
-    if notice is not None and notice.count:
-        raise WorkerLost("a rank died during start-up (hydra reported a dead process); "
-                         "the job cannot start")

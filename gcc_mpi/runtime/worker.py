@@ -28,6 +28,10 @@ and sends EXIT, and the worker leaves as usual: on EXIT ``Worker.serve`` sends i
 the BYE that rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE
 seconds of the signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's
 dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
+
+Under ULFM a worker whose MPI call fails because the communicator was revoked (rank 0, or any
+rank, ended the job: ``mpi.abort``) or rank 0 died leaves at once, with exit code 0: the rank
+that ended the job carries the job's code (``mpi.abort`` says why not 1).
 """
 
 import os
@@ -41,7 +45,8 @@ import numpy as np
 from ..erasures import NONE, call, check, raised
 from . import protocol as P
 from . import witness
-from .mpi import IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, improbe, resolve_wait
+from .mpi import (IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, ended_elsewhere,
+                  exit_without_finalize, improbe, resolve_wait)
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
@@ -54,6 +59,15 @@ def main_worker(comm, args, stop=None, timer=None, notice=None):
     ``notice``: hydra's dead-process notices, passed on to rank 0 (``Announcer``)."""
     from mpi4py import MPI
 
+    try:
+        return _serve_job(comm, MPI, args, stop, timer, notice)
+    except MPI.Exception as e:
+        if not ended_elsewhere(MPI, e):
+            raise
+        exit_without_finalize(0)  # the job was ended elsewhere, which said why
+
+
+def _serve_job(comm, MPI, args, stop, timer, notice):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
     announcer = Announcer(comm, stop, notice)
     startup = Waiter(MPI, "polite", check=announcer.check)
@@ -63,20 +77,25 @@ def main_worker(comm, args, stop=None, timer=None, notice=None):
     if message[0] != "ok":
         return 2  # rank 0 reported the bad input
     _, toml_text, base_dir, shapes, master_host, master_pid = message
+    host = MPI.Get_processor_name()
+    # HELLO (pid, host) at once, READY once f is built: rank 0 can tell which rank died while
+    # the others build f (protocol)
+    Waiter(MPI, "polite", check=announcer.check).all(
+        [comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
     targets = build_targets(toml_text, base_dir, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
-    host = MPI.Get_processor_name()
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
     attendance = witness.attend(master_pid, comm.rank) if same_node else None  # noqa: F841
-    # READY (pid, host): the first trial starts once every worker can compute
-    ready = comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)
-    Waiter(MPI, "polite", check=announcer.check).all([ready])
+    Waiter(MPI, "polite", check=announcer.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE)
-    Worker(comm, MPI, waiter, targets, shared_clock=same_node, announcer=announcer).serve()
+    worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, announcer=announcer)
+    worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
         timer.report(comm, waiter)
+    if not worker.finalize:
+        exit_without_finalize(0)
     return 0
 
 
@@ -190,6 +209,7 @@ class Worker:
         self.stopped = set()     # the subset of ``open`` that the master STOPped
         self.idle_since = 0.0    # time.monotonic() of the last reply: the next task starts later
         self.exit = False
+        self.finalize = True     # False: rank 0 said to leave without MPI_Finalize (EXIT)
         self.ignored_stops = 0
         self.failures = 0  # erasures: f raised or returned NaN/inf or the wrong shape
 
@@ -219,7 +239,12 @@ class Worker:
                 else:
                     self.ignored_stops += 1  # we replied already: the STOP crossed our reply
             elif kind == P.EXIT and not self.open:
-                self.exit = True
+                self.exit, self.finalize = True, seq != 1
+            elif kind == P.SIGNAL:  # a hung worker of this node, to resume or end (hung)
+                try:
+                    os.kill(int(seq), int(self.side[P.TRIAL]))
+                except ProcessLookupError:
+                    pass
             else:
                 raise P.ProtocolError(f"message kind {kind!r} (round {seq:.0f}) from rank 0 while "
                                       f"rounds {sorted(self.open)} are open")

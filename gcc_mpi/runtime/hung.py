@@ -1,0 +1,249 @@
+"""Workers that stopped answering: stragglers that the rounds no longer wait for.
+
+A worker answers every TASK, in order, within its injected delay plus f's time, and sooner
+after a STOP (which cuts the delay short). One that does not — a process stopped (SIGSTOP, a
+debugger), swapping, stuck in a filesystem or a driver, an f that never returns — would hold up
+every round in flight, since a round's slot is reused only once every reply of it came
+(protocol), and the end of the job, since the launcher waits for every process. So rank 0 gives
+every reply it is owed a due time, for the oldest task each worker holds (it does them in order):
+
+    max(the round's send, the worker's last reply) + its injected delay + HANG
+    or, once the round STOPped it: the STOP + HANG
+
+with the worker's own HANG = max(HANG_MIN, HANG_FACTOR x the 90th percentile of how long its
+last results took beyond their injected delay — f's time, and queueing behind its earlier tasks;
+any worker's slowest before it has HISTORY_MIN of its own), and only once some worker answered
+that round: a round nobody answered yet is as slow as f is, not a hung worker (an f of 5 s
+would otherwise make every worker "hung" in the first round). A worker past its due time is
+*hung*: rank 0 says so (a line on stderr, the file's root attribute ``hung`` with the trial)
+and takes it out of the rounds (``Master._silence``): a round still waiting for it stops waiting
+(error code HUNG, and a STOP, so that the worker skips that task if it comes back), and a
+decided one retires without its reply; its requests in those slots (the receive of its reply,
+the sends of its TASK and STOP) are *parked* here, out of the slots' arrays, so that the slots
+serve the next rounds for every other worker; and it gets no task while anything of it is
+parked (error code HUNG again). No blocking MPI call can see a due time pass, which is why no
+rank ever blocks in one (``mpi``).
+
+If it answers again (SIGCONT), its late replies complete the parked receives and are discarded
+(with the ERROR message of a FAILED one); once all of them came, its requests go back to their
+slots and it gets tasks again from the next round on.
+
+At the end (``settle``, before any EXIT) a worker still hung is resumed (SIGCONT: a stopped
+process cannot take its EXIT) and given RESUME_GRACE s to answer, and then the job ends as
+usual: exit code 0 and a complete file. One that still does not answer (stuck, not stopped) is
+ended: under ULFM killed (SIGKILL: a dead worker is survived), otherwise by MPI_Abort with the
+run's own exit code, after the file is closed (both MPICH's and Open MPI's launchers then end
+every process, stopped ones too, and return that code; a rank killed by a signal would make
+MPICH's return 9). Rank 0 signals the processes of its own node; one on another node is
+signalled by a live worker of that node (CTRL kind SIGNAL).
+"""
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from . import protocol as P
+from .deaths import WorkerLost
+from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff
+
+HANG_MIN = 3.0       # seconds: no worker counts as hung sooner (a loaded machine's stalls are less)
+HANG_FACTOR = 10.0   # ... nor sooner than 10 x its usual time beyond its delay (see above)
+HISTORY = 32         # results per worker that its usual time is taken from
+HISTORY_MIN = 4      # ... at least
+LOOK_EVERY = 0.5     # seconds between looks for overdue replies
+RESUME_GRACE = 5.0   # seconds a hung worker has at the end, once resumed, to answer
+
+
+class Stuck(WorkerLost):
+    """A hung worker does not answer even when resumed, and only MPI_Abort can end it."""
+
+
+class Parked:
+    """A hung worker's requests of one round's slot, taken out of ``slots``' arrays (``index``
+    = slot * n + w) until they complete: the persistent receive of its reply (``recv``; the
+    reply lands in ``slots.reply[slot, w]``) and TASK send (``task``), and the STOP (``stop``,
+    or None)."""
+
+    __slots__ = ("rank", "slots", "index", "recv", "task", "stop", "seq", "trial", "came")
+
+    def __init__(self, rank, slots, index, recv, task, stop, seq, trial):
+        self.rank, self.slots, self.index = rank, slots, index
+        self.recv, self.task, self.stop, self.seq, self.trial = recv, task, stop, seq, trial
+        self.came = False  # the reply came (and was discarded)
+
+    def requests(self):
+        return [r for r in (self.recv, self.task, self.stop) if r]
+
+
+class Hung:
+    """The hung workers of a run (``hung``: {rank: (point, trial)} from when they were found)
+    and their parked requests; the due times of the replies rank 0 is owed.
+
+    ``peers``: {rank: (pid, host)}; ``host``: rank 0's host; ``size``: ranks in the job."""
+
+    def __init__(self, comm, MPI, waiter, peers, host, size):
+        self.comm, self.MPI, self.waiter = comm, MPI, waiter
+        self.peers, self.host = peers, host
+        self.hung = {}
+        self.parked = []
+        self.last_reply = np.zeros(size)  # time.perf_counter() of each rank's last reply
+        self.beyond = np.full((size, HISTORY), np.nan)  # its last results' time beyond delay
+        self.results = np.zeros(size, np.int64)         # ... how many there were
+        self.answered = set()   # seqs of the rounds in flight that some worker answered
+        self.next_look = 0.0    # time.perf_counter() of the next look for overdue replies
+
+    def hang_after(self):
+        """Each rank's HANG (seconds), from its results so far."""
+        mine = self.results >= HISTORY_MIN
+        anyone = np.nanmax(self.beyond) if np.isfinite(self.beyond).any() else 0.0
+        usual = np.full(len(self.results), anyone)
+        if mine.any():
+            usual[mine] = np.nanpercentile(self.beyond[mine], 90, axis=1)
+        return np.maximum(HANG_MIN, HANG_FACTOR * usual)
+
+    def replied(self, rank, seq, now, beyond=None):
+        """A reply of ``rank`` to round ``seq`` came at ``now``; ``beyond``: how long a result
+        took beyond its injected delay (None: no result, e.g. a STOPped task)."""
+        self.last_reply[rank] = now
+        self.answered.add(seq)
+        if beyond is not None:
+            self.beyond[rank, self.results[rank] % HISTORY] = beyond
+            self.results[rank] += 1
+
+    def look(self, rounds, now):
+        """The ranks newly past the due time of the oldest reply they owe in ``rounds``, looked
+        for every LOOK_EVERY s ([] in between)."""
+        if now < self.next_look:
+            return []
+        self.next_look = now + LOOK_EVERY
+        rounds = sorted(rounds, key=lambda r: r.seq)
+        self.answered &= {r.seq for r in rounds}
+        hang, late, seen = self.hang_after(), [], set()
+        for r in rounds:
+            for w in r.pending - seen:  # a worker's later tasks are due after its oldest
+                seen.add(w)
+                start = max(r.t_sent, self.last_reply[w + 1])
+                if w in r.stopped:
+                    due = max(start, r.decided) + hang[w + 1]
+                else:
+                    due = start + float(r.rec["delay"][w]) + hang[w + 1]
+                if now > due and r.seq in self.answered:
+                    late.append(w + 1)
+        return sorted(late)
+
+    def park(self, rank, where, slots, slot, w, stop, seq, trial):
+        """Take worker ``w``'s (rank ``rank``) requests of round ``seq`` (of ``trial``) in
+        ``slot`` out of ``slots``; the first park of a rank makes it hung, from ``where`` =
+        (point, trial)."""
+        self.hung.setdefault(rank, where)
+        i = slot * slots.n + w
+        null = self.MPI.REQUEST_NULL
+        recv, task = slots.recvs[i], slots.sends[i]
+        slots.recvs[i] = slots.sends[i] = null
+        self.parked.append(Parked(rank, slots, i, recv, task, stop, seq, trial))
+
+    def poll(self, late, current):
+        """Take the parked replies that came (``late(rank, seq, trial, status)`` discards each)
+        and return the ranks whose every parked request completed: they answer again, and
+        their requests go back to their slots if those are ``current`` (else are freed)."""
+        if not self.parked:
+            return []
+        waiting = [p for p in self.parked if not p.came]
+        for k in self.waiter.test([p.recv for p in waiting]) or ():
+            p = waiting[k]
+            p.came = True
+            slot, w = divmod(p.index, p.slots.n)
+            late(p.rank, p.seq, p.trial, P.check_reply(p.slots.reply[slot, w], p.seq, p.trial,
+                                                       p.rank))
+        back = sorted(rank for rank in {p.rank for p in self.parked}
+                      if all(p.came and self.MPI.Request.Testall([p.task, p.stop or
+                                                                  self.MPI.REQUEST_NULL])
+                             for p in self.parked if p.rank == rank))
+        for rank in back:
+            for p in [p for p in self.parked if p.rank == rank]:
+                if p.slots is current:
+                    p.slots.recvs[p.index], p.slots.sends[p.index] = p.recv, p.task
+                else:  # its point is over
+                    p.recv.Free()
+                    p.task.Free()
+                self.parked.remove(p)
+            del self.hung[rank]
+        return back
+
+    def forget(self, rank):
+        """``rank`` died: its parked requests are cancelled (returned: sends to the dead may
+        never complete, so they are kept, never freed) and it is no longer hung."""
+        orphans = []
+        for p in [p for p in self.parked if p.rank == rank]:
+            for request in p.requests():
+                try:
+                    request.Cancel()
+                except self.MPI.Exception:
+                    pass
+                orphans.append(request)
+            self.parked.remove(p)
+        self.hung.pop(rank, None)
+        return orphans
+
+    def excluded(self, rank):
+        """Why ``rank`` gets no task now (it is hung), or None."""
+        if rank not in self.hung:
+            return None
+        point, trial = self.hung[rank]
+        return f"rank {rank} has not answered since trial {trial} of point {point}"
+
+    # -- the end ----------------------------------------------------------------------------
+    def settle(self, deaths, late, current, ft, grace=RESUME_GRACE):
+        """At the end, before any EXIT: every hung worker is resumed (SIGCONT) and has ``grace``
+        seconds to answer what it owes. One that does not is ended: under ULFM killed
+        (SIGKILL), and dead from then on (``Deaths.expect``: not lost; no EXIT, no
+        MPI_Finalize anywhere) — returned are its requests, to keep; otherwise ``Stuck``, for
+        MPI_Abort, which ends every process of the job, stopped ones too, with the code it is
+        given (a killed rank would end the job under MPICH with exit code 9)."""
+        if not self.hung:
+            return []
+        self.signal(deaths, set(self.hung), signal.SIGCONT)
+        until = time.perf_counter() + grace
+        backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
+        while self.hung and time.perf_counter() < until:
+            if not self.poll(late, current):
+                backoff.sleep()
+        if not self.hung:
+            return []
+        stuck = sorted(self.hung)
+        said = ", ".join(f"{r} (worker {r - 1}, pid {self.peers[r][0]} on {self.peers[r][1]})"
+                         for r in stuck)
+        if not ft:
+            raise Stuck(f"rank {said} did not answer within {grace:g} s of being resumed "
+                        "(SIGCONT)")
+        print(f"gcc_mpi: rank {said} did not answer within {grace:g} s of being resumed "
+              "(SIGCONT); ending it (SIGKILL)", file=sys.stderr, flush=True)
+        for rank in stuck:
+            deaths.expect(rank)
+        self.signal(deaths, stuck, signal.SIGKILL)
+        return [request for rank in stuck for request in self.forget(rank)]
+
+    def signal(self, deaths, ranks, signum):
+        """Send ``signum`` to the processes of ``ranks``: rank 0 to those of its node, a live
+        worker of their node (CTRL SIGNAL) to the others."""
+        rows, sends = [], []
+        for rank in sorted(ranks):
+            pid, host = self.peers[rank]
+            if host == self.host:
+                try:
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
+                continue
+            mates = [r for r, (_, h) in sorted(self.peers.items())
+                     if h == host and r not in self.hung and r not in deaths.dead]
+            if not mates:
+                raise WorkerLost(f"rank {rank} on {host} does not answer and no live rank of "
+                                 f"{host} can end it")
+            rows.append(P.fill_control(np.zeros(P.HEADER), P.SIGNAL, pid, int(signum)))
+            sends.append(self.comm.Isend(rows[-1], dest=mates[0], tag=P.CTRL))
+        if not self.waiter.all(sends, time.perf_counter() + RESUME_GRACE):
+            raise WorkerLost("a signal for a hung worker could not be sent to its node")

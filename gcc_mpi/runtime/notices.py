@@ -1,0 +1,106 @@
+"""Rank 0's ear for the workers' NOTICEs (protocol): a signal a worker got (SIGNALLED), hydra's
+dead-process notice it got (NOTIFIED), its BYE after EXIT.
+
+One persistent receive per worker, started by ``listen`` and restarted after each NOTICE, so a
+NOTICE is taken on any turn of any wait (``Waiter.poll_control`` calls ``poll``). Not one
+receive from any source: MPICH 5.0.2 lost messages to a persistent any-source receive once the
+senders were on other hosts — in 3 of 11 runs of 8 senders on 3 hosts, 1 to 4 of the 8
+messages never matched the receive that rank 0 tested for 6 s (per-source receives: 8 of 8 in
+6 of 6 runs) —, and rank 0 waited for BYEs that had been sent. Under ULFM a dead worker's
+receive fails (RankFailure from the waiter) until ``forget`` cancels it.
+"""
+
+import signal
+import sys
+import time
+
+import numpy as np
+
+from . import protocol as P
+from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff
+
+
+class Notices:
+    """The NOTICEs of every worker of ``comm``. ``stop``: the StopFlag that a worker's signal
+    sets (None: not acted on); ``deaths``: the run's ``Deaths`` (hydra's notices it got, the
+    ranks not listened to)."""
+
+    def __init__(self, comm, MPI, stop, deaths):
+        self.comm, self.MPI, self.stop, self.deaths = comm, MPI, stop, deaths
+        self.rows = np.zeros((comm.size, P.NOTICE_SIZE))  # row r: rank r's last NOTICE
+        self.requests = None  # while listening: the receive of rank r + 1 at index r
+        self.byes = set()     # ranks whose BYE (after EXIT) came
+
+    @property
+    def listening(self):
+        return self.requests is not None
+
+    def listen(self):
+        """Start a receive of every live worker's NOTICEs (a no-op when listening)."""
+        if self.requests is None:
+            null = self.MPI.REQUEST_NULL
+            self.requests = [null if r in self.deaths.dead else
+                             self.comm.Recv_init(self.rows[r], source=r, tag=P.NOTICE)
+                             for r in range(1, self.comm.size)]
+            self.MPI.Prequest.Startall([q for q in self.requests if q])
+
+    def poll(self):
+        """Take the NOTICEs that came, act on each and listen again: True if any came. An MPI
+        error (a dead worker's receive, ULFM) is raised as it is, for the waiter to read."""
+        if self.requests is None:
+            return False
+        done = self.MPI.Request.Testsome(self.requests)
+        for i in done or ():
+            self._take(*self.rows[i + 1].tolist())
+            self.requests[i].Start()
+        return bool(done)
+
+    def _take(self, kind, rank, value):
+        if kind == P.NOTIFIED:
+            self.deaths.peer_notices = max(self.deaths.peer_notices, int(value))
+        elif kind == P.BYE:
+            self.byes.add(int(rank))
+        elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
+            self.stop.signum, self.stop.since = int(value), time.monotonic()
+            print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
+                  "stopping the job", file=sys.stderr, flush=True)
+
+    def forget(self, rank):
+        """``rank`` died: its receive is cancelled (it would fail on every test, ULFM)."""
+        if self.requests is not None and self.requests[rank - 1]:
+            request, self.requests[rank - 1] = self.requests[rank - 1], self.MPI.REQUEST_NULL
+            try:
+                request.Cancel()
+            except self.MPI.Exception:
+                pass
+
+    def farewells(self, ranks, until, waiter):
+        """Wait for the BYE of every rank of ``ranks`` not dead (a dead one sends none); False
+        once time.perf_counter() passes ``until`` (None: no bound). RankFailure (``waiter``'s
+        reading of an MPI error) when one more rank died."""
+        backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
+        while not set(ranks) - self.deaths.dead <= self.byes:
+            try:
+                came = self.poll()
+            except self.MPI.Exception as e:
+                waiter.raise_failure(e)
+            if came:
+                backoff.reset()
+            elif until is not None and time.perf_counter() > until:
+                return False
+            else:
+                backoff.sleep()
+        return True
+
+    def close(self):
+        """Stop listening: every receive cancelled and freed."""
+        requests, self.requests = self.requests or [], None
+        for request in requests:
+            if not request:
+                continue
+            try:
+                request.Cancel()
+                request.Wait()
+                request.Free()
+            except self.MPI.Exception:  # completed meanwhile, or its peer died (ULFM)
+                pass
