@@ -127,11 +127,11 @@ def test_a_worker_killed_on_another_host(tmp_path, bed):
 @on_hosts
 def test_a_worker_that_exits_on_another_host(tmp_path, bed):
     """os._exit(3) in f on a worker of the third host, with the MPI's keep-going option.
-    Nothing on rank 0's node can see it: Open MPI 5.0.11 does not report an exit() and the pid
-    is not on rank 0's node, so under ULFM the worker is found silent (hung), the job goes on
-    without it, and at the end it is given up (the launcher returns its exit code, 3, the file
-    is complete). Under MPICH hydra's notice comes, rank 0 cannot tell which rank it was and
-    stops the job with one line (the file keeps every committed trial)."""
+    Under ULFM the daemon of that host reports it (on rank 0's own node Open MPI 5.0.11 does
+    not: rank 0 looks for the pid there), so it is a permanent straggler and the job completes
+    (the launcher returns the dead rank's code, 3). Under MPICH hydra's notice comes, rank 0
+    cannot tell which rank it was and stops the job with one line (the file keeps every
+    committed trial)."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
     env = {"DIE_RANK": "5", "DIE_AT": "8", "DIE_HOW": "exit"}  # rank 5: the third host's
     code, _, err = run(["run", "slow.toml", "-o", "x.h5", "-q", "--set", "job.trials=12"],
@@ -141,8 +141,8 @@ def test_a_worker_that_exits_on_another_host(tmp_path, bed):
     assert_consistent(res, at_most=12)
     if OPENMPI:
         assert code == 3 and res.complete, err
-        assert [e["rank"] for e in json.loads(res.attrs["hung"])] == [5], err
-        assert (res.points[0].schemes["bacc"]["error"][-1, 4] == HUNG)
+        assert [e["rank"] for e in json.loads(res.attrs["lost"])] == [5], err
+        assert res.points[0].schemes["bacc"]["error"][-1, 4] == LOST
     else:
         assert code == 1 and not res.complete, err
         assert "gcc_mpi: a rank died (hydra reported a dead process) but not on rank 0's " \
