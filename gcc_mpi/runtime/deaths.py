@@ -52,6 +52,7 @@ class Deaths:
         self.lost = []
         self.expected = set()   # ranks rank 0 ends itself (``expect``): buried, not lost
         self.unrecorded = set()  # ranks that died at start-up (``defer``), news for the run
+        self.left = set()       # ranks that said BYE (after EXIT): their end is no death
         self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
         self.seen_notices = 0
         self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)
@@ -83,8 +84,8 @@ class Deaths:
         self.seen_notices = self.notices()
         give_up = time.monotonic() + FIND_DEAD
         while True:
-            failed = self._failed()
-            found = (failed | self._gone()) - self.dead
+            failed = self._failed()  # ranks that left after their BYE are in it too
+            found = (failed | self._gone()) - self.dead - self.left
             if found or failed or self.unrecorded:  # failed alone: MPI's report of a buried rank
                 self.dead |= found
                 found |= self.unrecorded
@@ -140,5 +141,5 @@ class Deaths:
 
     def _gone(self):
         """Ranks on rank 0's node whose process ended (not yet buried)."""
-        return {r for r, (pid, host) in self.peers.items() if r not in self.dead
+        return {r for r, (pid, host) in self.peers.items() if r not in self.dead | self.left
                 and host == self.host and pid is not None and process_gone(pid)}

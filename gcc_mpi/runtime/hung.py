@@ -196,35 +196,44 @@ class Hung:
         return f"rank {rank} has not answered since trial {trial} of point {point}"
 
     # -- the end ----------------------------------------------------------------------------
-    def settle(self, deaths, late, current, ft, grace=RESUME_GRACE):
-        """At the end, before any EXIT: every hung worker is resumed (SIGCONT) and has ``grace``
-        seconds to answer what it owes. One that does not is ended: under ULFM killed
-        (SIGKILL), and dead from then on (``Deaths.expect``: not lost; no EXIT, no
-        MPI_Finalize anywhere) — returned are its requests, to keep; otherwise ``Stuck``, for
-        MPI_Abort, which ends every process of the job, stopped ones too, with the code it is
-        given (a killed rank would end the job under MPICH with exit code 9)."""
+    def settle(self, deaths, late, current, ft):
+        """At the end, before any EXIT: every hung worker is resumed and given RESUME_GRACE s
+        to answer what it owes (``resume_or_end``). Returns the requests of the ones killed,
+        to keep."""
         if not self.hung:
             return []
-        self.signal(deaths, set(self.hung), signal.SIGCONT)
+        self.poll(late, current)
+        stuck = self.resume_or_end(deaths, set(self.hung), ft,
+                                   lambda: (self.poll(late, current), set(self.hung))[1])
+        return [request for rank in stuck for request in self.forget(rank)]
+
+    def resume_or_end(self, deaths, ranks, ft, silent, grace=RESUME_GRACE):
+        """``ranks`` do not answer: each is resumed (SIGCONT: a stopped process cannot take
+        its EXIT) until ``silent()`` (the ranks still silent) no longer names it, for ``grace``
+        seconds at most. One that still does not answer is ended: under ULFM killed (SIGKILL)
+        and dead from then on (``Deaths.expect``: not lost; no EXIT, no MPI_Finalize anywhere),
+        the ranks returned; otherwise ``Stuck``, for MPI_Abort, which ends every process of the
+        job, stopped ones too, with the code it is given (a killed rank would make MPICH's
+        mpiexec return 9)."""
+        if not ranks:
+            return set()
+        self.signal(deaths, ranks, signal.SIGCONT)
         until = time.perf_counter() + grace
         backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
-        while self.hung and time.perf_counter() < until:
-            if not self.poll(late, current):
-                backoff.sleep()
-        if not self.hung:
-            return []
-        stuck = sorted(self.hung)
+        while (left := silent() & ranks) and time.perf_counter() < until:
+            backoff.sleep()
+        if not left:
+            return set()
         said = ", ".join(f"{r} (worker {r - 1}, pid {self.peers[r][0]} on {self.peers[r][1]})"
-                         for r in stuck)
+                         for r in sorted(left))
+        said = f"rank {said} did not answer within {grace:g} s of being resumed (SIGCONT)"
         if not ft:
-            raise Stuck(f"rank {said} did not answer within {grace:g} s of being resumed "
-                        "(SIGCONT)")
-        print(f"gcc_mpi: rank {said} did not answer within {grace:g} s of being resumed "
-              "(SIGCONT); ending it (SIGKILL)", file=sys.stderr, flush=True)
-        for rank in stuck:
+            raise Stuck(said)
+        print(f"gcc_mpi: {said}; ending it (SIGKILL)", file=sys.stderr, flush=True)
+        for rank in left:
             deaths.expect(rank)
-        self.signal(deaths, stuck, signal.SIGKILL)
-        return [request for rank in stuck for request in self.forget(rank)]
+        self.signal(deaths, left, signal.SIGKILL)
+        return left
 
     def signal(self, deaths, ranks, signum):
         """Send ``signum`` to the processes of ``ranks``: rank 0 to those of its node, a live

@@ -150,6 +150,7 @@ class Master:
                             writer, progress)
         self.close()
         progress.close()
+        self.writer = None  # closed by the caller next: what the shutdown finds is only said
 
     def _run_point(self, setup, point, names, trials, writer, progress):
         """Every round of ``trials``, up to ``self.depth`` in flight. Once all its schemes are
@@ -566,7 +567,7 @@ class Master:
         self.close()
         return True
 
-    def shutdown(self, grace=None):
+    def shutdown(self, grace=GRACE):
         """EXIT to every other live rank (idle ones too), then every one's BYE, which its
         ``Worker.serve`` sends on EXIT; True when all EXITs were delivered and all BYEs came
         (within ``grace`` seconds if given): then no NOTICE is left unreceived at MPI_Finalize
@@ -576,26 +577,30 @@ class Master:
         tell whether its master listened, so every worker says BYE, and a BYE left unreceived
         is the very failure the BYE is there to prevent (MPICH's rank 0 fails in MPI_Finalize
         and skips the barrier in which the workers then wait for ever). So every master and
-        worker end alike, whoever drives them (run, probe, the benchmarks). Under ULFM nothing
-        is awaited (``_farewells``), so nothing is listened for either.
+        worker end alike, whoever drives them (run, probe, the benchmarks). Under ULFM, where
+        nobody calls MPI_Finalize, the BYEs say that every worker is free to leave: the
+        launcher waits for every process, a stopped one too.
 
         First every hung worker is resumed or ended (``Hung.settle``: ``Stuck`` when only
         MPI_Abort can); after any death the EXIT tells the workers to leave without
         MPI_Finalize, which would wait for the dead."""
-        if not self.ft:
-            self.listen()  # a no-op when it listens already
+        self.listen()  # a no-op when it listens already
         self.orphans += self.hung.settle(self.deaths, self._discard, self.slots, self.ft)
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         dead = self.deaths.dead
         ranks = [r for r in range(1, self.comm.size) if r not in dead]
+        self.deaths.left = set()  # they leave after their BYE: no death then
         self.notices.byes = set()  # a BYE answers this EXIT (benchmarks: one master per block)
         sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT, 1 if dead else 0), r)
                  for r in ranks]
-        until = None if grace is None else time.perf_counter() + grace
+        until = time.perf_counter() + grace
         try:
             while True:
                 try:
-                    return self.waiter.all(sends, until) and self._farewells(ranks, until)
+                    if not self.waiter.all(sends, until):
+                        return False
+                    return (self.notices.farewells(ranks, until, self.waiter)
+                            or self._silent_at_the_end(ranks))
                 except RankFailure as e:  # one more died: forget its EXIT
                     buried = self._bury(e)
                     for i, rank in enumerate(ranks):
@@ -606,12 +611,17 @@ class Master:
         finally:
             self._unlisten()
 
-    def _farewells(self, ranks, until):
-        """Wait for the BYE of every live rank in ``ranks``; False once time.perf_counter()
-        passes ``until``. Under ULFM no rank calls MPI_Finalize, so an unreceived BYE is
-        harmless and none is awaited (a rank that called exit() before its BYE would be
-        awaited in vain: Open MPI does not report it, see ``deaths``)."""
-        return self.ft or self.notices.farewells(ranks, until, self.waiter)
+    def _silent_at_the_end(self, ranks):
+        """Live ranks whose BYE did not come (stopped after their last task, stuck): resumed,
+        their BYE awaited again, then ended (``Hung.resume_or_end``: True under ULFM)."""
+        notices = self.notices
+
+        def silent():
+            notices.poll()
+            return set(ranks) - self.deaths.dead - notices.byes
+
+        self.hung.resume_or_end(self.deaths, silent(), self.ft, silent)
+        return True
 
     def describe(self):
         s = self.stats

@@ -51,8 +51,13 @@ class Notices:
             return False
         done = self.MPI.Request.Testsome(self.requests)
         for i in done or ():
-            self._take(*self.rows[i + 1].tolist())
-            self.requests[i].Start()
+            kind, rank, value = self.rows[i + 1].tolist()
+            self._take(kind, rank, value)
+            if kind == P.BYE:  # the last NOTICE of that rank: it leaves now
+                self.requests[i].Free()
+                self.requests[i] = self.MPI.REQUEST_NULL
+            else:
+                self.requests[i].Start()
         return bool(done)
 
     def _take(self, kind, rank, value):
@@ -60,6 +65,7 @@ class Notices:
             self.deaths.peer_notices = max(self.deaths.peer_notices, int(value))
         elif kind == P.BYE:
             self.byes.add(int(rank))
+            self.deaths.left.add(int(rank))
         elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
             self.stop.signum, self.stop.since = int(value), time.monotonic()
             print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
@@ -76,17 +82,18 @@ class Notices:
 
     def farewells(self, ranks, until, waiter):
         """Wait for the BYE of every rank of ``ranks`` not dead (a dead one sends none); False
-        once time.perf_counter() passes ``until`` (None: no bound). RankFailure (``waiter``'s
-        reading of an MPI error) when one more rank died."""
+        once time.perf_counter() passes ``until``. RankFailure (``waiter``'s reading of an MPI
+        error, or ``Deaths.check``) when one more rank died."""
         backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
         while not set(ranks) - self.deaths.dead <= self.byes:
             try:
                 came = self.poll()
             except self.MPI.Exception as e:
                 waiter.raise_failure(e)
+            self.deaths.check()  # e.g. an exit() before the BYE, on rank 0's node (ULFM)
             if came:
                 backoff.reset()
-            elif until is not None and time.perf_counter() > until:
+            elif time.perf_counter() > until:
                 return False
             else:
                 backoff.sleep()
