@@ -25,7 +25,7 @@ from mpirun import KEEP_GOING, OPENMPI, Launch, needs_mpiexec, run
 
 from gcc_mpi.__main__ import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.erasures import LOST, NONFINITE, RAISED, SHAPE, evaluate_rows, summary
+from gcc_mpi.erasures import HUNG, LOST, NONFINITE, RAISED, SHAPE, evaluate_rows, summary
 from gcc_mpi.errors import JobError
 from gcc_mpi.progress import Progress
 from gcc_mpi.results import ResultWriter, read_results
@@ -240,6 +240,28 @@ delay = 0.05
 """
 
 
+# the issue's job at the size of a real one: 16 ranks, digits MLP, K = 8, N = 15, bacc and gcc,
+# two fixed stragglers of 30 ms
+DONE_WHEN = """
+[job]
+name = "ulfm"
+seed = 3
+trials = 150
+[data]
+source = "digits"
+batch = 8
+[target]
+kind = "mlp"
+[code]
+workers = 15
+schemes = ["bacc", "gcc"]
+[stragglers]
+model = "fixed"
+count = 2
+delay = 0.03
+"""
+
+
 # -- faults during a run ----------------------------------------------------------------------
 @needs_mpiexec
 def test_worker_exception_nan_and_wrong_shape_are_erasures(tmp_path):
@@ -350,6 +372,33 @@ def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(
         assert "rank 3 died" in d["error_text"][-1]
     assert not res.points[0].schemes["bacc"]["failed"].any()  # decoded from the other three
     assert json.loads(res.attrs["lost"]) == [{"rank": 3, "worker": 2, "point": 0, "trial": t}]
+
+
+@needs_mpiexec
+def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path):
+    """The DONE_WHEN job on 16 ranks, 60 trials; rank 6 SIGSTOPped (never continued) once 20
+    trials are in the file. After HANG (3 s or more) without its reply rank 0 counts it hung:
+    the rounds go on without it (error code 5, no trial failed), and at the end rank 0 resumes
+    it (SIGCONT), so that it takes its EXIT: exit 0, a complete file, rank 6 in ``hung``."""
+    (tmp_path / "stop.toml").write_text(DONE_WHEN)
+    job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=60"], tmp_path,
+                 ranks=16)
+    job.wait_for(lambda: trials_in(tmp_path / "s.h5") >= 20, "20 trials in the file")
+    os.kill(job.pid(6), signal.SIGSTOP)
+    code, _, err = job.wait()
+    assert code == 0, err
+    res = read_results(tmp_path / "s.h5")
+    assert res.complete
+    assert_consistent(res, at_most=60)
+    hung = json.loads(res.attrs["hung"])
+    assert [e["rank"] for e in hung] == [6], err
+    assert re.search(r"gcc_mpi: rank 6 \(worker 5, pid \d+ on \S+\) has not answered for [\d.]+ s",
+                     err), err
+    t = hung[0]["trial"]
+    assert t >= 19
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 60 and not d["failed"].any(), name
+        assert (d["error"][t + 1:, 5] == HUNG).all() and not d["used"][t + 1:, 5].any(), name
 
 
 @needs_mpiexec
@@ -690,3 +739,129 @@ def test_progress_shows_points_trials_rate_and_eta():
     text = stream.getvalue().splitlines()[-1]
     assert re.fullmatch(r"progress: point 2/4  15/40 trials  \S+/s  eta \S+( s|m\d\ds|h\d\dm)?",
                         text), text
+
+
+# -- deaths and silences, the pieces without processes ------------------------------------------
+class _FakeMPI:
+    """What Deaths asks of mpi4py under ULFM: the failed group (``failed``) and its ranks."""
+
+    class Group:
+        @staticmethod
+        def Translate_ranks(group, ranks, other):
+            return [group.ranks[i] for i in ranks]
+
+    def __init__(self):
+        self.failed = []
+
+    class _Group:
+        def __init__(self, ranks):
+            self.ranks = ranks
+
+        def Get_size(self):
+            return len(self.ranks)
+
+        def Free(self):
+            pass
+
+
+class _FakeComm:
+    def __init__(self, mpi):
+        self.mpi, self.acked = mpi, 0
+
+    def Get_failed(self):
+        return _FakeMPI._Group(list(self.mpi.failed))
+
+    def Get_group(self):
+        return None
+
+    def Ack_failed(self):
+        self.acked += 1
+
+    def Is_revoked(self):
+        return False
+
+
+def test_a_death_told_twice_is_buried_once(monkeypatch):
+    """The race of issue 25: rank 0's pid scan buries rank 5, then MPI's own report of rank 5
+    comes (the control receive fails). That report is no news — not "MPI reported a process
+    failure but no failed rank", which ended the job (4 of 4 runs with the scan forced on
+    every poll) — and a report that names no rank at all still ends it, after FIND_DEAD s."""
+    from gcc_mpi.runtime import deaths as D
+    from gcc_mpi.runtime.mpi import RankFailure
+
+    mpi = _FakeMPI()
+    comm = _FakeComm(mpi)
+    gone = set()
+    monkeypatch.setattr(D, "process_gone", lambda pid: pid in gone)
+    monkeypatch.setattr(D, "FIND_DEAD", 0.05)
+    peers = {r: (100 + r, "here") for r in range(1, 8)}
+    deaths = D.Deaths(comm, mpi, peers, "here", ft=True)
+    gone.add(105)  # the scan sees rank 5's pid end first ...
+    with pytest.raises(RankFailure):
+        deaths.next_look = 0.0
+        deaths.check()
+    assert deaths.news(RankFailure("a worker's process ended")) == {5}
+    mpi.failed = [5]  # ... then MPI reports the same rank
+    assert deaths.news(RankFailure("MPI_ERR_PROC_FAILED_PENDING")) == set()
+    assert deaths.dead == {5} and comm.acked >= 2
+    mpi.failed = [5, 3]  # MPI first this time: rank 3 is news once, whichever way tells again
+    assert deaths.news(RankFailure("MPI_ERR_PROC_FAILED")) == {3}
+    gone.add(103)
+    assert deaths.news() == set()
+    gone.clear()
+    mpi.failed = []  # a failure that MPI never names ends the job
+    with pytest.raises(D.WorkerLost, match="no failed rank"):
+        D.Deaths(comm, mpi, peers, "here", ft=True).news(RankFailure("MPI_ERR_PROC_FAILED"))
+    gone.update({103, 105})
+    # hydra (no ULFM): a notice per dead process; one more notice than buried deaths and no
+    # ended pid of rank 0's node: a death elsewhere, which rank 0 cannot name
+    notice = type("Notice", (), {"count": 1})()
+    deaths = D.Deaths(comm, mpi, peers, "here", ft=False, notice=notice)
+    assert deaths.news() == {3, 5}
+    notice.count = 2
+    assert deaths.news() == set()  # both notices are of the deaths buried
+    notice.count = 3
+    with pytest.raises(D.WorkerLost, match="not on rank 0's node"):
+        deaths.news()
+
+
+class _Round:
+    """What Hung.look reads of a Round."""
+
+    def __init__(self, seq, pending, t_sent, delays, stopped=(), decided=None):
+        self.seq, self.pending, self.t_sent = seq, set(pending), t_sent
+        self.rec = {"delay": np.asarray(delays, float)}
+        self.stopped, self.decided = set(stopped), decided
+
+
+def test_a_worker_is_hung_past_its_delay_plus_ten_times_its_usual_time():
+    """Due times: a worker owes the oldest reply it holds by max(the send, its last reply) +
+    its delay + HANG (HANG_MIN = 3 s, or 10 x the 90th percentile of its results' time beyond
+    their delay), or by the STOP + HANG; never in a round nobody answered yet (an f slower
+    than HANG_MIN for everyone is no hang)."""
+    from gcc_mpi.runtime.hung import HANG_MIN, Hung
+
+    hung = Hung(None, None, None, {}, "here", 4)
+    r = _Round(1, [0, 1, 2], t_sent=100.0, delays=[0.0, 5.0, 0.0])
+    assert hung.look([r], 104.0) == []  # nobody answered round 1 yet
+    hung.replied(3, 1, 100.01, beyond=0.01)  # worker 2 did
+    r.pending.discard(2)
+    hung.next_look = 0.0
+    assert hung.look([r], 100.0 + HANG_MIN - 0.01) == []
+    hung.next_look = 0.0
+    assert hung.look([r], 100.0 + HANG_MIN + 0.01) == [1]  # worker 0; worker 1 sleeps 5 s
+    hung.next_look = 0.0
+    assert hung.look([r], 100.0 + 5.0 + HANG_MIN + 0.01) == [1, 2]
+    r.stopped, r.decided = {0, 1}, 101.0  # STOPped at 101 s: due by 104 s, whatever the delay
+    hung.next_look = 0.0
+    assert hung.look([r], 104.01) == [1, 2]
+    for _ in range(10):  # rank 1's results take 1 s beyond their delay: 10 s of patience,
+        hung.replied(1, 1, 100.0, beyond=1.0)  # for the ranks with fewer results of their own
+    assert list(hung.hang_after()[1:]) == pytest.approx([10.0] * 3)
+    hung.next_look = 0.0
+    assert hung.look([r], 104.01) == []
+    hung.next_look = 0.0
+    assert hung.look([r], 111.01) == [1, 2]
+    for _ in range(10):
+        hung.replied(2, 1, 100.0, beyond=0.01)  # its own results: fast
+    assert hung.hang_after()[2] == HANG_MIN

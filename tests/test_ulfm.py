@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from mpirun import KEEP_GOING, MPI_NAME, Launch, needs_mpiexec, run
-from test_faults import (SLOW, SLOW_F, assert_consistent, assert_resume_equals_a_whole_run,
-                         trials_in, write)
+from test_faults import (DONE_WHEN, SLOW, SLOW_F, assert_consistent,
+                         assert_resume_equals_a_whole_run, trials_in, write)
 
 from gcc_mpi.erasures import LOST
 from gcc_mpi.results import read_results
@@ -127,24 +127,7 @@ def test_a_kill_with_three_rounds_in_flight(tmp_path):
     assert "pipeline 3" in err
 
 
-DONE_WHEN = """
-[job]
-name = "ulfm"
-seed = 3
-trials = 150
-[data]
-source = "digits"
-batch = 8
-[target]
-kind = "mlp"
-[code]
-workers = 15
-schemes = ["bacc", "gcc"]
-[stragglers]
-model = "fixed"
-count = 2
-delay = 0.03
-"""
+
 
 
 @needs_mpiexec
