@@ -53,6 +53,7 @@ class Deaths:
         self.expected = set()   # ranks rank 0 ends itself (``expect``): buried, not lost
         self.unrecorded = set()  # ranks that died at start-up (``defer``), news for the run
         self.left = set()       # ranks that said BYE (after EXIT): their end is no death
+        self.leaving = set()    # ranks sent EXIT (``Master.shutdown``): their end neither
         self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
         self.seen_notices = 0
         self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)
@@ -86,7 +87,10 @@ class Deaths:
         while True:
             failed = self._failed()  # ranks that left after their BYE are in it too
             found = (failed | self._gone()) - self.dead - self.left
-            if found or failed or self.unrecorded:  # failed alone: MPI's report of a buried rank
+            leaving = found & self.leaving  # ended after EXIT, its BYE perhaps in flight
+            self.left |= leaving
+            found -= leaving
+            if found or failed or leaving or self.unrecorded:  # failed alone: a buried rank
                 self.dead |= found
                 found |= self.unrecorded
                 self.unrecorded = set()

@@ -589,7 +589,7 @@ class Master:
         rows = np.zeros((self.comm.size - 1, P.HEADER))
         dead = self.deaths.dead
         ranks = [r for r in range(1, self.comm.size) if r not in dead]
-        self.deaths.left = set()  # they leave after their BYE: no death then
+        self.deaths.left, self.deaths.leaving = set(), set(ranks)  # their end is no death now
         self.notices.byes = set()  # a BYE answers this EXIT (benchmarks: one master per block)
         sends = [self._isend(P.fill_control(rows[r - 1], P.EXIT, 1 if dead else 0), r)
                  for r in ranks]
@@ -610,6 +610,7 @@ class Master:
                             sends[i] = self.MPI.REQUEST_NULL
         finally:
             self._unlisten()
+            self.deaths.leaving = set()
 
     def _silent_at_the_end(self, ranks):
         """Live ranks whose BYE did not come (stopped after their last task, stuck): resumed,
@@ -618,7 +619,7 @@ class Master:
 
         def silent():
             notices.poll()
-            return set(ranks) - self.deaths.dead - notices.byes
+            return set(ranks) - self.deaths.dead - self.deaths.left - notices.byes
 
         self.hung.resume_or_end(self.deaths, silent(), self.ft, silent)
         return True

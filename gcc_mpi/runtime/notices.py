@@ -85,7 +85,7 @@ class Notices:
         once time.perf_counter() passes ``until``. RankFailure (``waiter``'s reading of an MPI
         error, or ``Deaths.check``) when one more rank died."""
         backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
-        while not set(ranks) - self.deaths.dead <= self.byes:
+        while not set(ranks) - self.deaths.dead - self.deaths.left <= self.byes:
             try:
                 came = self.poll()
             except self.MPI.Exception as e:
