@@ -3,7 +3,7 @@ run either complete or end with one line, and never hang?
 
     python benchmarks/chaos.py [--runs 40] [--seed 1] [--ranks 18] [--hosts 3] [--trials 100]
                                [--kinds kill,exit,stop,stop-for-good,term] [--timeout 240]
-                               [--plain] [--keep DIR] [-v]
+                               [--keep-going] [--only KIND:RANK:TRIAL] [--keep DIR] [-v]
 
 Run it with the python of the environment whose MPI it is to test (MPICH's or Open MPI's
 mpiexec is the one beside it). Under Open MPI every run uses ``mpiexec --with-ft ulfm``; under
@@ -25,6 +25,9 @@ file can equal an uninterrupted one bit for bit). Each run draws from its own se
   the first trial, mid-run, or in the last trials; signals are sent once the results file holds
   that many trials;
 - ``decode.pipeline`` 1 or 4, ``--wait`` polite or busy.
+
+``--only stop-for-good:6:20`` gives every run that one fault instead (rank 6 SIGSTOPped once 20
+trials are in the file), the rest drawn as above.
 
 Outcomes: *completed* (exit 0 — or 3, the code of the worker that called exit(3), which both
 launchers return —, a complete file, bacc and gcc never failed); *ended with one
@@ -400,6 +403,7 @@ def main():
     p.add_argument("--timeout", type=float, default=240.0, help="outer timeout of a run, s")
     p.add_argument("--keep-going", action="store_true",
                    help="MPICH: mpiexec -disable-auto-cleanup")
+    p.add_argument("--only", help="KIND:RANK:TRIAL, the fault of every run")
     p.add_argument("--keep", type=Path, help="keep each run's folder under DIR")
     p.add_argument("-v", action="store_true", help="print each run's last gcc_mpi line")
     args = p.parse_args()
@@ -432,6 +436,9 @@ def main():
     for i in range(args.runs):
         fault = draw(np.random.default_rng([args.seed, i]), kinds, args.ranks, args.hosts,
                      args.trials)
+        if args.only:
+            kind, victim, at = args.only.split(":")
+            fault.update(kind=kind, victim=int(victim), at=int(at), moment="given")
         folder = top / f"run-{i:03d}"
         folder.mkdir()
         (folder / "chaos_f.py").write_text(F)

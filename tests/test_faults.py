@@ -401,6 +401,42 @@ def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path
         assert (d["error"][t + 1:, 5] == HUNG).all() and not d["used"][t + 1:, 5].any(), name
 
 
+# f of a worker that dies while it builds f (os._exit at import on rank 3): after its HELLO
+GONE_F = """
+import os
+
+import numpy as np
+
+if (os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")) == "3":
+    os._exit(3)
+
+
+def f(X):
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+"""
+
+
+@needs_mpiexec
+def test_a_worker_that_dies_while_it_builds_f_is_a_straggler_from_the_first_trial(tmp_path):
+    """Rank 3 exits (os._exit(3)) at start-up, after its HELLO, before its READY, under the
+    MPI's keep-going option: rank 0 buries it like any death (ULFM: MPI or its pid; MPICH
+    -disable-auto-cleanup: hydra's notice and its pid) and the job runs without it from trial
+    0: complete, rank 3 LOST in every trial, `lost` naming it at trial 0; the launchers return
+    its exit code."""
+    write(tmp_path, slow_py=GONE_F, slow_toml=SLOW)
+    code, _, err = run(["run", "slow.toml", "-o", "g.h5", "-q", "--set", "job.trials=6"],
+                       tmp_path, ranks=5, mpiexec_options=KEEP_GOING)
+    assert code == 3, err
+    assert re.search(r"gcc_mpi: rank 3 \(worker 2, pid \d+\) died during trial 0 of point 0",
+                     err), err
+    res = read_results(tmp_path / "g.h5")
+    assert res.complete and json.loads(res.attrs["lost"]) == [
+        {"rank": 3, "worker": 2, "point": 0, "trial": 0}]
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 6 and (d["error"][:, 2] == LOST).all(), name
+    assert not res.points[0].schemes["bacc"]["failed"].any()
+
+
 @needs_mpiexec
 def test_sigterm_to_mpiexec_then_resume_equals_an_uninterrupted_run(tmp_path):
     """SIGTERM to mpiexec. MPICH's hydra forwards it to every rank: the clean stop, exit 143.

@@ -151,6 +151,24 @@ def test_the_150_trial_job_survives_a_sigkill_of_rank_5(tmp_path):
         assert 10 * np.log10(d["nmse"].mean()) < -10 and d["relacc"].mean() > 0.9, name
 
 
+@needs_mpiexec
+@needs_ulfm
+def test_an_exception_on_a_worker_under_ulfm_ends_every_rank(tmp_path):
+    """Rank 3 cannot build f (tests/test_runtime.py's BOOM) under --with-ft ulfm, where
+    MPI_Abort would end rank 3 alone: it revokes MPI_COMM_WORLD and leaves; rank 0, waiting
+    for its READY, says another rank ended the job and leaves the same way; the other workers
+    leave on MPI_ERR_REVOKED. Exit 1, no process left (``Launch.wait`` checks)."""
+    from test_runtime import BOOM, BOOM_F
+
+    (tmp_path / "boom.py").write_text(BOOM_F)
+    (tmp_path / "boom.toml").write_text(BOOM)
+    code, _, err = run(["run", "boom.toml", "-o", "boom.h5"], tmp_path, ranks=5,
+                       mpiexec_options=KEEP_GOING)
+    assert code == 1, err
+    assert "gcc_mpi: rank 3 of 5 on " in err and "ValueError: boom on purpose" in err
+    assert "gcc_mpi: another rank ended the job (it revoked MPI_COMM_WORLD" in err, err
+
+
 # -- either MPI ------------------------------------------------------------------------------
 @needs_mpiexec
 def test_the_default_job_on_12_ranks_names_its_mpi(tmp_path):
