@@ -41,6 +41,9 @@ def run_command(args, *, simulate, default_output):
             from . import witness
 
             witness.start()  # forked before MPI starts: names a rank whose death ends the job
+    import atexit
+
+    atexit.register(mpi.resume_stopped_siblings)  # before mpi4py's: runs after MPI_Finalize
     with StopFlag() as stop:
         MPI = mpi.start()
         # after MPI_Init: replaces MPICH's own SIGUSR1 handler, which reacts to a dead peer

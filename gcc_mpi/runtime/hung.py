@@ -247,8 +247,8 @@ class Hung:
                 except ProcessLookupError:
                     pass
                 continue
-            mates = [r for r, (_, h) in sorted(self.peers.items())
-                     if h == host and r not in self.hung and r not in deaths.dead]
+            mates = [r for r, (_, h) in sorted(self.peers.items()) if h == host
+                     and r not in self.hung and r not in deaths.dead and r not in ranks]
             if not mates:
                 raise WorkerLost(f"rank {rank} on {host} does not answer and no live rank of "
                                  f"{host} can end it")

@@ -569,9 +569,10 @@ class Master:
 
     def shutdown(self, grace=GRACE):
         """EXIT to every other live rank (idle ones too), then every one's BYE, which its
-        ``Worker.serve`` sends on EXIT; True when all EXITs were delivered and all BYEs came
-        (within ``grace`` seconds if given): then no NOTICE is left unreceived at MPI_Finalize
-        (protocol). The control receive is cancelled at the end.
+        ``Worker.serve`` sends on EXIT, then LEAVE; True when all EXITs were delivered and all
+        BYEs came (within ``grace`` seconds): then no NOTICE is left unreceived at MPI_Finalize
+        (protocol). The control receive is cancelled at the end. Until their LEAVE the workers
+        stay, so that one of each node can still resume or end a silent one there.
 
         A master that never called ``listen`` listens now, for its shutdown: a worker cannot
         tell whether its master listened, so every worker says BYE, and a BYE left unreceived
@@ -595,12 +596,16 @@ class Master:
                  for r in ranks]
         until = time.perf_counter() + grace
         try:
-            while True:
+            while time.perf_counter() < until + grace:  # a death, then the rest: bounded too
                 try:
                     if not self.waiter.all(sends, until):
                         return False
-                    return (self.notices.farewells(ranks, until, self.waiter)
-                            or self._silent_at_the_end(ranks))
+                    if not (self.notices.farewells(ranks, until, self.waiter)
+                            or self._silent_at_the_end(ranks)):
+                        return False
+                    leaves = [self._isend(P.fill_control(rows[r - 1], P.LEAVE), r)
+                              for r in ranks if r not in self.deaths.dead]
+                    return self.waiter.all(leaves, time.perf_counter() + grace)
                 except RankFailure as e:  # one more died: forget its EXIT
                     buried = self._bury(e)
                     for i, rank in enumerate(ranks):
@@ -608,6 +613,7 @@ class Master:
                             self._cancel(sends[i])
                             self.orphans.append(sends[i])
                             sends[i] = self.MPI.REQUEST_NULL
+            return False
         finally:
             self._unlisten()
             self.deaths.leaving = set()

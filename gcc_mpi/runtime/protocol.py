@@ -23,7 +23,9 @@ master -> worker, tag CTRL, ``[kind, seq, trial, point, delay, sent, d, m] + x``
           1: leave without MPI_Finalize (a rank died or was killed: Finalize would wait for it).
     SIGNAL (header only): send signal ``trial`` to process ``seq`` of this worker's node — how
           rank 0 resumes (SIGCONT) or ends (SIGKILL) a hung worker on another node (``hung``).
-    One tag for all four, so MPI's non-overtaking rule delivers them in the order sent: the
+    LEAVE (header only): after its EXIT and BYE a worker stays (taking SIGNALs) until this
+          comes, so that rank 0 can still reach every node once it knows who did not say BYE.
+    One tag for all five, so MPI's non-overtaking rule delivers them in the order sent: the
     TASK of round s always comes before its STOP.
 worker -> master, tag REPLY, ``[seq, trial, status] + y``
     status DONE: y = f(x) follows; CANCELLED: stopped (or skipped) before f ran, nothing
@@ -64,7 +66,7 @@ import numpy as np
 
 SETUP, CTRL, REPLY, ERROR, NOTICE = 11, 12, 13, 14, 15   # message tags
 
-TASK, STOP, EXIT, SIGNAL = 1.0, 2.0, 3.0, 4.0  # CTRL kinds
+TASK, STOP, EXIT, SIGNAL, LEAVE = 1.0, 2.0, 3.0, 4.0, 5.0  # CTRL kinds
 KIND, SEQ, TRIAL, POINT, DELAY, SENT, DIM, OUT = range(8)
 HEADER = 8                               # CTRL header length
 

@@ -210,21 +210,40 @@ class Worker:
         self.idle_since = 0.0    # time.monotonic() of the last reply: the next task starts later
         self.exit = False
         self.finalize = True     # False: rank 0 said to leave without MPI_Finalize (EXIT)
+        self.leave = False       # rank 0's LEAVE came (after EXIT)
         self.ignored_stops = 0
         self.failures = 0  # erasures: f raised or returned NaN/inf or the wrong shape
 
     def serve(self):
         """Handle CTRL messages until EXIT, doing the TASKs one at a time in arrival order;
-        on EXIT, say BYE (the last NOTICE, after every NOTICE this worker sent) and return."""
+        on EXIT, say BYE (the last NOTICE, after every NOTICE this worker sent) and return
+        once rank 0 says LEAVE (``linger``)."""
         comm, status = self.comm, self.status
         while True:
             if self.queue:
                 self.task(*self.queue.popleft())
             elif self.exit:
                 self.announcer.bye()
+                self.linger()
                 return
             else:
                 self.receive(self.waiter.probe(comm, 0, P.CTRL, status))
+
+    def linger(self):
+        """After the BYE: stay, taking SIGNALs (rank 0 may need this worker to resume or end a
+        silent one of its node), until rank 0's LEAVE — at most WORKER_GRACE s, then without
+        MPI_Finalize (rank 0 is gone or stuck)."""
+        until, backoff = time.monotonic() + WORKER_GRACE, Backoff(IDLE_FIRST, SLEEP_IDLE)
+        while not self.leave:
+            message = improbe(self.comm, 0, P.CTRL, self.status)
+            if message is not None:
+                self.receive(message)
+                backoff.reset()
+            elif time.monotonic() > until:
+                self.finalize = False
+                return
+            else:
+                backoff.sleep()
 
     def receive(self, message):
         """Receive a probed CTRL message (its size in ``self.status``) and act on it: a TASK
@@ -240,6 +259,8 @@ class Worker:
                     self.ignored_stops += 1  # we replied already: the STOP crossed our reply
             elif kind == P.EXIT and not self.open:
                 self.exit, self.finalize = True, seq != 1
+            elif kind == P.LEAVE and self.exit:
+                self.leave = True
             elif kind == P.SIGNAL:  # a hung worker of this node, to resume or end (hung)
                 try:
                     os.kill(int(seq), int(self.side[P.TRIAL]))
