@@ -155,22 +155,10 @@ def processes(mark):
 
 def ranks_of(err):
     """{rank: (pid, host)} from rank 0's "ranks by host and pid" line (None before it)."""
+    from gcc_mpi.runtime.run import read_pid_map
+
     m = re.search(r"ranks by host and pid: (.*)", err)
-    if not m:
-        return None
-    ranks = {}
-    for part in m.group(1).split("; "):
-        host, _, rest = part.partition(": ")
-        span = re.fullmatch(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", rest)
-        one = re.fullmatch(r"rank (\d+) = pid (\d+)", rest)
-        if span:
-            r0, r1, p0 = (int(span.group(i)) for i in (1, 2, 3))
-            ranks.update({r: (p0 + r - r0, host) for r in range(r0, r1 + 1)})
-        elif one:
-            ranks[int(one.group(1))] = (int(one.group(2)), host)
-        else:
-            ranks.update({int(r): (int(p), host) for r, p in re.findall(r"(\d+)=(\d+)", rest)})
-    return ranks
+    return read_pid_map(m.group(1)) if m else None
 
 
 def trials_in(path):
@@ -392,6 +380,15 @@ def _readable(path):
         return False
 
 
+def job_folder(folder, ompi, args):
+    """A run's folder with the job and its f; (the folder, the launch's command start)."""
+    folder.mkdir()
+    (folder / "chaos_f.py").write_text(F)
+    (folder / "chaos.toml").write_text(JOB.format(trials=args.trials,
+                                                  schemes=json.dumps(list(SCHEMES))))
+    return folder, launcher(ompi, args.ranks, args.hosts, folder, args.keep_going)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=40)
@@ -420,12 +417,7 @@ def main():
           f"{args.timeout:g} s, load {os.getloadavg()[0]:.1f}", flush=True)
     reference = {}
     for depth in (1, 4):  # the uninterrupted runs the resumed files are compared with
-        folder = top / f"reference-{depth}"
-        folder.mkdir()
-        (folder / "chaos_f.py").write_text(F)
-        (folder / "chaos.toml").write_text(JOB.format(trials=args.trials,
-                                                      schemes=json.dumps(list(SCHEMES))))
-        base = launcher(ompi, args.ranks, args.hosts, folder, args.keep_going)
+        folder, base = job_folder(top / f"reference-{depth}", ompi, args)
         ref = Run([*base, sys.executable, "-m", "gcc_mpi", "run", "chaos.toml", "-o", "run.h5",
                    "-q", *sets(dict(pipeline=depth, wait="polite"), args.trials)], folder, {},
                   "run")
@@ -439,12 +431,7 @@ def main():
         if args.only:
             kind, victim, at = args.only.split(":")
             fault.update(kind=kind, victim=int(victim), at=int(at), moment="given")
-        folder = top / f"run-{i:03d}"
-        folder.mkdir()
-        (folder / "chaos_f.py").write_text(F)
-        (folder / "chaos.toml").write_text(JOB.format(trials=args.trials,
-                                                      schemes=json.dumps(list(SCHEMES))))
-        base = launcher(ompi, args.ranks, args.hosts, folder, args.keep_going)
+        folder, base = job_folder(top / f"run-{i:03d}", ompi, args)
         row = one_run(i, fault, args, base, folder, reference)
         rows.append(row)
         after = "-" if row["after"] is None else f"{row['after']:.1f} s"

@@ -92,20 +92,9 @@ def ours(err):
 def ranks_of(err):
     """{rank: (pid, host)} from rank 0's line "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 =
     pids 100-104; HOST2: rank 5 = pid 120; HOST3: 6=130, 7=133" in ``err``."""
-    line = re.search(r"ranks by host and pid: (.*)", err).group(1)
-    ranks = {}
-    for part in line.split("; "):
-        host, _, rest = part.partition(": ")
-        span = re.fullmatch(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", rest)
-        one = re.fullmatch(r"rank (\d+) = pid (\d+)", rest)
-        if span:
-            r0, r1, p0 = (int(span.group(i)) for i in (1, 2, 3))
-            ranks.update({r: (p0 + r - r0, host) for r in range(r0, r1 + 1)})
-        elif one:
-            ranks[int(one.group(1))] = (int(one.group(2)), host)
-        else:
-            ranks.update({int(r): (int(p), host) for r, p in re.findall(r"(\d+)=(\d+)", rest)})
-    return ranks
+    from gcc_mpi.runtime.run import read_pid_map
+
+    return read_pid_map(re.search(r"ranks by host and pid: (.*)", err).group(1))
 
 
 def pid_of(err, rank):

@@ -5,6 +5,7 @@ close the file with what was committed and bring every rank down in order, or ab
 """
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -228,6 +229,24 @@ def _end_silent(master, ranks):
               file=sys.stderr, flush=True)
         deaths.expect(rank)
     hung.signal(deaths, ranks, signal.SIGKILL)
+
+
+def read_pid_map(line):
+    """{rank: (pid, host)} from a ``pid_map`` text (what follows "ranks by host and pid: " on
+    rank 0's start-up line): how tests and benchmarks find the process of a rank."""
+    ranks = {}
+    for part in line.split("; "):
+        host, _, rest = part.partition(": ")
+        span = re.fullmatch(r"ranks (\d+)-(\d+) = pids (\d+)-(\d+)", rest)
+        one = re.fullmatch(r"rank (\d+) = pid (\d+)", rest)
+        if span:
+            r0, r1, p0 = (int(span.group(i)) for i in (1, 2, 3))
+            ranks.update({r: (p0 + r - r0, host) for r in range(r0, r1 + 1)})
+        elif one:
+            ranks[int(one.group(1))] = (int(one.group(2)), host)
+        else:
+            ranks.update({int(r): (int(p), host) for r, p in re.findall(r"(\d+)=(\d+)", rest)})
+    return ranks
 
 
 def pid_map(peers):
