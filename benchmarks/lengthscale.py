@@ -21,106 +21,19 @@ trial, and the rows whose interval lies wholly below or wholly above 1 dB.
 
 import argparse
 import tempfile
-from pathlib import Path
 
 import numpy as np
-from common import point_setup
-from workloads import blurred_digits, trefoil
+from cases import GROUPS, SHIPPED, TUNING, resolve, setup_of, user_files
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
-from gcc_mpi.config import load_default_job
 from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.trial import PointSetup, scheme_options
+from gcc_mpi.trial import scheme_options
 
 FIXED = [0.03, 0.1, 0.3, 1.0, 3.0]
 SCHEMES = ["gcc", "gcc-manifold"]
-HERE = Path(__file__).resolve().parent
-USER_F = f"{HERE / 'workloads.py'}"
-
-
-SHIPPED = {
-    "default R=8": ("default", ["code.workers=7"]),
-    "default R=16": ("default", ["code.workers=15"]),
-    "digits-cnn S=10": ("digits-cnn", ["stragglers.count=10"]),
-    "digits-mlp S=10": ("digits-mlp", ["stragglers.count=10"]),
-    "latency": ("latency", []),
-    "manifold-digits S=10": ("manifold-digits", ["stragglers.count=10"]),
-    "manifold-sphere S=5": ("manifold-sphere", ["stragglers.count=5"]),
-    "rate-probabilistic N=80": ("rate-probabilistic", ["code.workers=80"]),
-    "rate-vs-n N=80": ("rate-vs-n", ["code.workers=80"]),
-    "scale-n N=1024": ("scale-n", ["code.workers=1024", 'code.schemes=["gcc"]']),
-    "sphere-poly": ("sphere-poly", []),
-}
-# Looked at while the rules were chosen: the first two in session 1, the rest held out in session
-# 1 and then looked at in session 2 (when the encoder's rule was chosen).
-TUNING = {
-    "digits-mlp K=32 N=128 S=32": ("digits-mlp", ["data.batch=32", "code.workers=128",
-                                                  "stragglers.count=32"]),
-    "swissroll poly2 K=16 N=64 S=8": ("sphere-poly", [
-        'data.source="swissroll"', "data.dim=20", "target.degree=2", "data.batch=16",
-        "code.workers=64", "stragglers.count=8"]),
-    "torus tanh-net K=48 N=192 S=19": ("sphere-poly", [
-        'data.source="torus"', "data.dim=30", 'target.kind="python"',
-        f'target.function="{USER_F}:tanh_features"', "data.batch=48", "code.workers=192",
-        "stragglers.count=19"]),
-    "user file, softmax K=8 N=24 S=4": ("digits-mlp", [
-        'data.source="file"', "data.path=\"{data}\"", 'target.kind="python"',
-        f'target.function="{USER_F}:softmax_scores"', "data.batch=8", "code.workers=24",
-        "stragglers.count=4"]),
-    "swissroll digits-MLP K=64 N=256 S=25": ("digits-mlp", [
-        'data.source="swissroll"', "data.dim=64", "data.batch=64", "code.workers=256",
-        "stragglers.count=25"]),
-    "sphere sines K=24 N=96 bernoulli": ("rate-probabilistic", [
-        'target.kind="python"', f'target.function="{USER_F}:sine_field"', "data.batch=24",
-        "code.workers=96"]),
-}
-# Written in session 2 after the rules were fixed, run once, not tuned on.
-HELD_OUT = {
-    "torus bumps K=20 N=60 S=10": ("sphere-poly", [
-        'data.source="torus"', "data.dim=12", 'target.kind="python"',
-        f'target.function="{USER_F}:bump_field"', "data.batch=20", "code.workers=60",
-        "stragglers.count=10"]),
-    "digits quadratic K=40 N=160 S=16": ("digits-mlp", [
-        'target.kind="polynomial"', "target.degree=2", "target.outputs=5", "data.batch=40",
-        "code.workers=160", "stragglers.count=16"]),
-    "swissroll softmax K=12 N=36 bernoulli": ("rate-probabilistic", [
-        'data.source="swissroll"', "data.dim=16", 'target.kind="python"',
-        f'target.function="{USER_F}:softmax_scores"', "data.batch=12", "code.workers=36"]),
-}
-# Written in session 3 before any rule was changed, for a manifold and f none of the others has;
-# reported apart and never tuned on.
-HELD_OUT_3 = {
-    "trefoil relu-sigmoid K=28 N=112 S=20": ("digits-mlp", [
-        'data.source="file"', "data.path=\"{trefoil}\"", 'target.kind="python"',
-        f'target.function="{USER_F}:relu_sigmoid"', "data.batch=28", "code.workers=112",
-        "stragglers.count=20"]),
-    "gaussian cosine-product K=56 N=224 bernoulli": ("rate-probabilistic", [
-        'data.source="gaussian"', "data.dim=10", 'target.kind="python"',
-        f'target.function="{USER_F}:cosine_product"', "data.batch=56", "code.workers=224"]),
-}
-
-
 def setting(scheme, key, value):
     return f"code.{scheme}.{key}=" + (f'"{value}"' if isinstance(value, str) else f"{value!r}")
-
-
-def setup_of(job, sets):
-    """(PointSetup, point index) of a shipped job, or of the embedded default job ("default",
-    code.workers among the sets: as `mpiexec -n R` with R - 1 workers, K and S fitted to N)."""
-    if job != "default":
-        return point_setup(job, sets)
-    pairs = [s.split("=", 1) for s in sets]
-    workers = [int(v) for k, v in pairs if k == "code.workers"]
-    rest = [(k, json_value(v)) for k, v in pairs if k != "code.workers"]
-    loaded = load_default_job(rest, defaults={"code.workers": workers[0]})
-    p = loaded.points[0]
-    return PointSetup.build(p.config, loaded.base_dir), p.index
-
-
-def json_value(text):
-    import tomllib
-    return tomllib.loads(f"v = {text}")["v"]
 
 
 # (case and scheme, auto - best fixed by the mean, by the median trial, the mean's 95% interval)
@@ -218,18 +131,13 @@ def main():
     ap.add_argument("--criteria", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        data = f"{tmp}/blurred_digits.npy"
-        blurred_digits(data)
-        trefoil(f"{tmp}/trefoil.npy")
-        for title, cases in (("shipped jobs", SHIPPED), ("own workloads, tuning", TUNING),
-                             ("own workloads, held out", HELD_OUT),
-                             ("own workloads, held out (session 3)", HELD_OUT_3)):
+        paths = user_files(tmp)
+        for title, cases in GROUPS.items():
             print(f"\n=== {title}")
             for name, (job, sets) in cases.items():
                 if args.only and not any(name.startswith(o) for o in args.only):
                     continue
-                sets = [s.replace("{data}", data).replace("{trefoil}", f"{tmp}/trefoil.npy")
-                        for s in sets]
+                sets = resolve(sets, paths)
                 trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
                 case(name, job, sets, trials, args.criteria and cases in (SHIPPED, TUNING))
     print("\n" + summary(GAPS))

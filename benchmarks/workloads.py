@@ -82,3 +82,17 @@ def trefoil(path):
     Q, _ = np.linalg.qr(rng.standard_normal((24, 24)))
     X = C / 3 @ Q[:3] + 0.01 * rng.standard_normal((2000, 24))
     np.save(path, X)
+
+
+def silu_net(X):
+    """A random two-layer network with SiLU units x sigmoid(x) R^d -> R^6 and a softmax on top
+    (issue 29, for held-out workloads only: smooth, but neither polynomial nor piecewise linear)."""
+    d = X.shape[1]
+    Z = X @ _weights(91, (d, 40)) * (2.0 / np.sqrt(d))
+    H = Z / (1.0 + np.exp(-Z))
+    S = 2.0 * H @ _weights(92, (40, 6)) / np.sqrt(40)
+    S = np.exp(S - S.max(axis=1, keepdims=True))
+    return S / S.sum(axis=1, keepdims=True)
+
+
+silu_net.classifier = True
