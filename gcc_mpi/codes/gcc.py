@@ -37,7 +37,7 @@ def encoder_cap(K):
 
 class GCC(SmoothingCode):
     null_dim = 0
-    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "centre": ()}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -73,10 +73,11 @@ class GCC(SmoothingCode):
         if len(self.candidates[side]) > 1 and (self.lambda_setting[side] == "auto"
                                                or not isinstance(rule, str)):
             criterion = self.auto[side]
+        floor = self.dof_floor(side, len(Y))
         if criterion is None:
-            return smoother.select(Y, rule)
+            return smoother.select(Y, rule, **floor)
         return smoother.select(Y, rule, criterion, search_rule=self.auto["search"],
-                                prior=1 + self.auto["prior"] / max(len(Y), 1))
+                                prior=1 + self.auto["prior"] / max(len(Y), 1), **floor)
 
     def facts(self, choice, side):
         return {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}
@@ -85,6 +86,20 @@ class GCC(SmoothingCode):
         return super().fixed_encoder() and len(self.candidates["enc"]) == 1
 
     def encode(self, X):
+        if "enc" in self.auto["centre"]:
+            mean = X.mean(axis=0)
+            U, info = self._encode(X - mean)
+            return U + mean, info
+        return self._encode(X)
+
+    def _decode_sorted(self, received, Y, alpha=None):
+        if "dec" not in self.auto["centre"]:
+            return super()._decode_sorted(received, Y, alpha)
+        mean = Y.mean(axis=0)
+        Y_hat, info = super()._decode_sorted(received, Y - mean, alpha)
+        return Y_hat + mean, info
+
+    def _encode(self, X):
         if self.E is not None or isinstance(self.rule_enc, str):
             return super().encode(X)
         # the lengthscale depends on X but lambda does not: one encoder matrix per candidate

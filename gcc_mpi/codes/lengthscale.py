@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR, first_near_min
+from .smoother import GRID, LAMBDA_FLOOR, dof_cap, first_near_min
 
 # Candidates as multiples of the data points' spacing pi / K: from half a spacing (the fit
 # reverts to zero between points) to 16 (a nearly polynomial fit across the interval).
@@ -156,12 +156,16 @@ class LengthscaleSmoother:
         """The Choice of candidate i with the fixed lambda ``lam``."""
         return Choice(i, float(self.lengthscales[i]), self.effective_lambda(lam, i))
 
-    def candidates(self, indices=None):
-        """Lambda candidates per lengthscale (L, G), relative to each one's largest eigenvalue."""
-        indices = range(len(self.lengthscales)) if indices is None else indices
+    def candidates(self, indices=None, min_dof=0):
+        """Lambda candidates per lengthscale (L, G), relative to each one's largest eigenvalue,
+        capped where the fit would keep fewer than ``min_dof`` effective degrees of freedom."""
+        indices = list(range(len(self.lengthscales)) if indices is None else indices)
         self.decompose(indices)
-        scale = self.scale[list(indices)][:, None]
-        return np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
+        scale = self.scale[indices][:, None]
+        lams = np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
+        if min_dof > 0 and self.n:
+            lams = np.minimum(lams, dof_cap(np.stack([self.s[i] for i in indices]), lams, min_dof))
+        return lams
 
     def basis(self, Y, indices):
         """(s (L, r), W (L, n, r), W^T Y (L, r, m), W^T (L, r, n), (W^T)**2) of the lengthscales
@@ -207,18 +211,19 @@ class LengthscaleSmoother:
                           - np.log(inv).sum(axis=2) / self.n)
         raise ValueError(f"unknown criterion {criterion!r}; choose from {', '.join(CRITERIA)}")
 
-    def best_lambdas(self, Y, criterion, indices):
-        """(score, lambda) of each lengthscale in ``indices`` at its best lambda of the grid,
-        searched coarse to fine (``coarse_to_fine``)."""
+    def best_lambdas(self, Y, criterion, indices, min_dof=0):
+        """(score, lambda) of each lengthscale in ``indices`` at its best lambda of the grid
+        (capped by ``min_dof``: ``candidates``), searched coarse to fine (``coarse_to_fine``)."""
         basis = self.basis(Y, indices)
-        return coarse_to_fine(self.candidates(indices),
+        return coarse_to_fine(self.candidates(indices, min_dof),
                               lambda lams: self.scores(Y, lams, criterion, indices, basis))
 
-    def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0):
+    def select(self, Y, rule, criterion=None, search_rule="walk", prior=1.0, min_dof=0):
         """The Choice for data Y (n x m). With an automatic lambda (``rule`` "loo" or "gcv") the
         pair (l, lambda) is searched jointly, by ``criterion`` (default: the rule's own score);
         with a fixed lambda (a number) only l is, by ``criterion`` (default "loo").
-        ``search_rule``: "walk" or "grid" (see ``search``)."""
+        ``search_rule``: "walk" or "grid" (see ``search``); an automatic lambda keeps ``min_dof``
+        effective degrees of freedom (``candidates``)."""
         Y = np.asarray(Y, float)
         criterion = criterion or (rule if isinstance(rule, str) else "loo")
         if len(self.lengthscales) == 1 and not isinstance(rule, str) and criterion in CRITERIA:
@@ -226,7 +231,7 @@ class LengthscaleSmoother:
 
         def score(indices):
             if isinstance(rule, str):
-                return self.best_lambdas(Y, criterion, indices)
+                return self.best_lambdas(Y, criterion, indices, min_dof)
             lam = np.array([self.effective_lambda(rule, i) for i in indices])
             return self.scores(Y, lam[:, None], criterion, indices)[:, 0], lam
 

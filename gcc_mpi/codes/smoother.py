@@ -31,6 +31,15 @@ def first_near_min(score, rtol=1e-6):
     return np.argmax(score <= score.min(axis=-1, keepdims=True) * (1 + rtol), axis=-1)
 
 
+def dof_cap(s, lams, min_dof, q=0):
+    """Per row of the lambdas ``lams`` (..., G), ascending, the largest at which the fit keeps
+    ``min_dof`` effective degrees of freedom, tr(H) = q + sum_j s_j / (s_j + lam) for the
+    eigenvalues s (..., r) of the penalised part; the row's smallest lambda if none does."""
+    dof = q + np.sum(s[..., None, :] / (s[..., None, :] + lams[..., None]), axis=-1)
+    keep = np.maximum(np.sum(dof >= min_dof, axis=-1), 1)  # dof falls as lambda grows
+    return np.take_along_axis(lams, keep[..., None] - 1, axis=-1)
+
+
 def _smallest_near_min(lams, score, rtol=1e-6):
     """The smallest lambda whose score is within ``rtol`` of the minimum (``first_near_min``)."""
     return lams[int(first_near_min(score, rtol))]
@@ -82,12 +91,17 @@ class KernelSmoother:
         H0, G = (self.H0, self.G) if z is None else self.evaluator(np.asarray(z, float))
         return H0 @ Y + G @ ((self.W.T @ Y) / (self.s + self.effective_lambda(lam))[:, None])
 
-    def candidates(self):
-        return np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)
+    def candidates(self, min_dof=0):
+        """The lambda grid, capped where the fit would keep fewer than ``min_dof`` effective
+        degrees of freedom (``dof_cap``)."""
+        lams = np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)
+        if min_dof > 0 and len(self.s):
+            lams = np.minimum(lams, dof_cap(self.s, lams, min_dof, self.q))
+        return lams
 
-    def gcv(self, Y):
+    def gcv(self, Y, min_dof=0):
         """Lambda minimising n * RSS / tr(I - H)^2 over the grid (Craven & Wahba 1979)."""
-        lams = self.candidates()
+        lams = self.candidates(min_dof)
         if len(self.s) == 0:
             return lams[0]
         e = np.sum((self.W.T @ Y) ** 2, axis=1)  # energy of y along each eigenvector
@@ -95,13 +109,13 @@ class KernelSmoother:
         score = self.n * (f**2 @ e) / f.sum(axis=1) ** 2
         return _smallest_near_min(lams, score)
 
-    def loo(self, Y):
+    def loo(self, Y, min_dof=0):
         """Lambda minimising the exact leave-one-out error sum_i |r_i / (1 - H_ii)|^2.
 
         r = lam c and 1 - H_ii = lam sum_j W_ij^2 / (s_j + lam), so lam cancels and the
         leave-one-out residual is c_i / sum_j W_ij^2 / (s_j + lam).
         """
-        lams = self.candidates()
+        lams = self.candidates(min_dof)
         if len(self.s) == 0:
             return lams[0]
         inv = 1.0 / (self.s[None, :] + lams[:, None])  # (g, r)
@@ -110,8 +124,9 @@ class KernelSmoother:
         score = np.sum((C / h[:, :, None]) ** 2, axis=(1, 2))
         return _smallest_near_min(lams, score)
 
-    def select(self, Y, rule):
-        """Lambda for the data Y by ``rule``: a number, "gcv" or "loo"."""
+    def select(self, Y, rule, min_dof=0):
+        """Lambda for the data Y by ``rule``: a number, "gcv" or "loo" (over the lambdas that keep
+        ``min_dof`` effective degrees of freedom)."""
         if isinstance(rule, str):
-            return getattr(self, rule)(Y)
+            return getattr(self, rule)(Y, min_dof)
         return self.effective_lambda(rule)

@@ -15,6 +15,9 @@ from .windowed import WindowedSmoother
 
 # What "auto" means, chosen by measurement (benchmarks/lambda_grid.py).
 AUTO_RULES = {"enc": 0.0, "dec": "loo"}
+# The decoder's automatic lambda keeps at least DOF_PER_INPUT * K effective degrees of freedom
+# tr(H) in its fit of the n results (docs/science.md, "Lambda at minimal redundancy").
+DOF_PER_INPUT = 1.5
 # Decoders with more received points than this are computed in windows (windowed.py: equal to
 # the global fit where its hat matrix is local, else it falls back); every shipped job stays below.
 WINDOWED_ABOVE = 400
@@ -48,7 +51,16 @@ class SmoothingCode(LinearCode):
 
     def choose(self, smoother, Y, side):
         """The smoother's hyperparameters for data Y."""
-        return smoother.select(Y, self.rule_enc if side == "enc" else self.rule_dec)
+        return smoother.select(Y, self.rule_enc if side == "enc" else self.rule_dec,
+                               **self.dof_floor(side, len(Y)))
+
+    def dof_floor(self, side, n):
+        """The ``min_dof`` of a fit of n points on this side, as keyword arguments: none for the
+        encoder (it interpolates) and for the windowed decoders (above WINDOWED_ABOVE results,
+        where K would need to exceed n / DOF_PER_INPUT for it to matter)."""
+        if side != "dec" or n > WINDOWED_ABOVE or DOF_PER_INPUT <= 0:
+            return {}
+        return {"min_dof": DOF_PER_INPUT * self.K}
 
     def facts(self, choice, side):
         """The record fields of a choice."""

@@ -1,0 +1,190 @@
+"""A candidate rule (a "variant" of the codes' options) against the defaults, on every workload.
+
+    python benchmarks/variants.py VARIANT [VARIANT ...] [--trials 100] [--only NAME ...]
+                                  [--held-out] [--schemes letcc gcc gcc-manifold]
+
+For each case of cases.py (one point of every shipped job, the minimal-redundancy cases of
+issue 29, the tuning workloads; with ``--held-out`` also the held-out ones, which a rule is not
+tuned on and which are therefore printed only when asked) and each of letcc, gcc and
+gcc-manifold the case runs, it prints mse [dB] over paired trials with the defaults and with each
+variant, the difference variant - default and its 95% bootstrap interval (trials resampled;
+negative is better), and relacc where f is a classifier. The last lines judge each variant by
+issue 29's rule for a new default: it must win by >= 1 dB (by the mean) on ReLU networks (the
+cases in cases.RELU; at least one row, and none worse), and lose no more than 0.3 dB elsewhere:
+a row whose interval lies wholly above +0.3 dB is a loss. ``python benchmarks/variants.py list``
+names the variants. docs/science.md gives the figures of every variant tried.
+"""
+
+import argparse
+import contextlib
+import importlib
+import tempfile
+
+import numpy as np
+from cases import (GROUPS, HELD_OUT, HELD_OUT_3, HELD_OUT_29, HELD_OUT_29B, MINIMAL, RELU,
+                   SHIPPED, TUNING, resolve, setup_of, user_files)
+
+from gcc_mpi.codes import make_code
+from gcc_mpi.simulate import simulate_scheme
+from gcc_mpi.trial import scheme_options
+
+SCHEMES = ["letcc", "gcc", "gcc-manifold"]
+RESAMPLES = 2000
+WIN, LOSS = 1.0, 0.3  # dB: issue 29's rule for a new default
+
+# name -> (what it is, {scheme: make_code options}[, {"module:NAME": value} set while it runs]);
+# a scheme not named is left out of the variant
+VARIANTS = {
+    "interpolate": ("the decoder interpolates: lambda_dec at the floor (1e-13 of the largest "
+                    "eigenvalue), the lengthscale still by leave-one-out",
+                    {s: {"lambda_dec": 0.0} for s in SCHEMES}),
+    "lambda-1e-10": ("lambda_dec = 1e-10 (the issue's reference at minimal redundancy)",
+                     {s: {"lambda_dec": 1e-10} for s in SCHEMES}),
+    "loo-always": ("the decoder's lambda by leave-one-out at every redundancy (the rule before "
+                   "issue 29)", {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": 0.0}),
+    **{f"dof-{c:g}": (f"the decoder's lambda keeps >= {c:g} K effective degrees of freedom",
+                      {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": c})
+       for c in (0.5, 1.0, 1.5, 2.0)},
+    "centre-dec": ("gcc's decoder fits the results minus their mean (a constant the penalty "
+                   "does not shrink; letcc's null space has it already)",
+                   {s: {"auto": {"centre": ("dec",)}} for s in ("gcc", "gcc-manifold")}),
+    "centre-both": ("centre-dec, and the encoder fits the inputs minus their mean",
+                    {s: {"auto": {"centre": ("enc", "dec")}} for s in ("gcc", "gcc-manifold")}),
+}
+
+
+@contextlib.contextmanager
+def patched(variant):
+    """The module constants of a variant set (gcc_mpi.codes.<module>.NAME), and restored."""
+    patches = VARIANTS[variant][2] if len(VARIANTS[variant]) > 2 else {}
+    saved = []
+    for where, value in patches.items():
+        module, name = where.split(":")
+        mod = importlib.import_module(f"gcc_mpi.codes.{module}")
+        saved.append((mod, name, getattr(mod, name)))
+        setattr(mod, name, value)
+    try:
+        yield
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
+
+
+def trials_of(setup, index, scheme, trials, options=None):
+    """(nmse, relacc) arrays of one scheme over the paired trials, with the code built from the
+    job's options updated by ``options`` (None: the job's code)."""
+    if options is not None:
+        c = setup.config
+        opts = {**scheme_options(c, scheme, setup.dataset), **options}
+        setup.codes[scheme] = make_code(scheme, c.code.workers, c.data.batch, **opts)
+    nmse, relacc = [], []
+    for t in range(trials):
+        X, Y, delays = setup.inputs(index, t)
+        rec = simulate_scheme(setup, scheme, X, Y, delays)
+        nmse.append(rec["nmse"])
+        relacc.append(rec["relacc"])
+    return np.array(nmse), np.array(relacc)
+
+
+def db(nmse):
+    return 10 * np.log10(np.nanmean(nmse, axis=-1))
+
+
+def difference(variant, default, seed=0):
+    """(dB of variant - dB of default by the mean nmse, its 95% bootstrap interval)."""
+    idx = np.random.default_rng(seed).integers(0, len(default), (RESAMPLES, len(default)))
+    boot = db(variant[idx]) - db(default[idx])
+    return db(variant) - db(default), np.percentile(boot, [2.5, 97.5])
+
+
+def run_case(name, job, sets, variants, trials, schemes, rows, baseline=None):
+    setup, index = setup_of(job, sets)
+    c = setup.config
+    present = [s for s in schemes if s in c.code.schemes]
+    n = c.code.workers - (c.stragglers.count if c.decode.wait == "fastest" else 0)
+    print(f"\n{name}: K = {c.data.batch}, N = {c.code.workers}, about {n} results; {trials} "
+          f"paired trials; mse [dB] (relacc); variant - default [95% interval]")
+    for scheme in present:
+        if baseline is None:
+            base, base_acc = trials_of(setup, index, scheme, trials)
+        else:
+            with patched(baseline):
+                base, base_acc = trials_of(setup, index, scheme, trials,
+                                           VARIANTS[baseline][1].get(scheme, {}))
+        line = f"  {scheme:12s} {baseline or 'default'} {db(base):7.2f}" + _acc(base_acc)
+        for v in variants:
+            options = VARIANTS[v][1].get(scheme)
+            if options is None:
+                continue
+            with patched(v):
+                nmse, acc = trials_of(setup, index, scheme, trials, options)
+            d, (lo, hi) = difference(nmse, base)
+            rows.append((v, f"{name} {scheme}", name in RELU, d, lo, hi))
+            line += f"   {v} {db(nmse):7.2f}{_acc(acc)} {d:+6.2f} [{lo:+.2f}, {hi:+.2f}]"
+        setup.codes[scheme] = make_code(scheme, c.code.workers, c.data.batch,
+                                        **scheme_options(c, scheme, setup.dataset))
+        print(line, flush=True)
+
+
+def _acc(relacc):
+    return "" if np.all(np.isnan(relacc)) else f" ({np.nanmean(relacc):.3f})"
+
+
+def verdict(variant, rows):
+    """Issue 29's rule for a new default, on the rows of one variant."""
+    mine = [r for r in rows if r[0] == variant]
+    relu = [r for r in mine if r[2]]
+    wins = [r for r in relu if r[3] <= -WIN]
+    losses = [r for r in mine if r[4] > LOSS]
+    worst = max(mine, key=lambda r: r[3]) if mine else None
+    ok = bool(wins) and not losses
+    text = (f"{variant}: {len(mine)} rows; ReLU rows gaining >= {WIN:g} dB: {len(wins)} of "
+            f"{len(relu)}" + (f" ({', '.join(f'{r[1]} {r[3]:+.2f}' for r in wins)})" if wins else "")
+            + f"; rows whose interval lies wholly above +{LOSS:g} dB: {len(losses)}"
+            + (f" ({', '.join(f'{r[1]} {r[3]:+.2f} [{r[4]:+.2f}, {r[5]:+.2f}]' for r in losses)})"
+               if losses else ""))
+    if worst is not None:
+        text += f"; largest loss by the mean {worst[1]} {worst[3]:+.2f}"
+    return text + f" -> {'meets' if ok else 'does not meet'} the rule"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("variants", nargs="+", help=f"of: {', '.join(VARIANTS)} (or list)")
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--only", nargs="+", help="cases whose name starts with one of these")
+    ap.add_argument("--held-out", action="store_true", help="also the held-out workloads")
+    ap.add_argument("--schemes", nargs="+", default=SCHEMES)
+    ap.add_argument("--baseline", help="a variant to compare against instead of the defaults")
+    args = ap.parse_args()
+    if args.variants == ["list"]:
+        for name, (what, *_) in VARIANTS.items():
+            print(f"{name:24s} {what}")
+        return
+    unknown = [v for v in [*args.variants, args.baseline or "loo-always"] if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variant {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
+    groups = {"shipped jobs": SHIPPED, "minimal redundancy (issue 29)": MINIMAL,
+              "own workloads, tuning": TUNING}
+    if args.held_out:
+        groups |= {k: v for k, v in GROUPS.items() if v in (HELD_OUT, HELD_OUT_3)}
+        groups["own workloads, held out (issue 29)"] = HELD_OUT_29
+        groups["own workloads, held out (issue 29, second set)"] = HELD_OUT_29B
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = user_files(tmp)
+        for title, cases in groups.items():
+            print(f"\n=== {title}")
+            for name, (job, sets) in cases.items():
+                if args.only and not any(name.startswith(o) for o in args.only):
+                    continue
+                trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
+                run_case(name, job, resolve(sets, paths), args.variants, trials, args.schemes,
+                         rows, args.baseline)
+    print()
+    for v in args.variants:
+        print(verdict(v, rows))
+
+
+if __name__ == "__main__":
+    main()
