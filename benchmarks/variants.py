@@ -48,6 +48,12 @@ VARIANTS = {
     "centre-dec": ("gcc's decoder fits the results minus their mean (a constant the penalty "
                    "does not shrink; letcc's null space has it already)",
                    {s: {"auto": {"centre": ("dec",)}} for s in ("gcc", "gcc-manifold")}),
+    **{f"space-{v}": (f"gcc's decoder kernel of the chord lengths in the input space ({v})",
+                      {s: {"auto": {"space": v}} for s in ("gcc", "gcc-manifold")})
+       for v in ("x", "pick", "pick-first", "wmix")},
+    "space-pick-m32": ("space-pick with Matern-3/2 for the input-space kernel",
+                       {s: {"auto": {"space": "pick", "xkernel": "matern32"}}
+                        for s in ("gcc", "gcc-manifold")}),
     "centre-both": ("centre-dec, and the encoder fits the inputs minus their mean",
                     {s: {"auto": {"centre": ("enc", "dec")}} for s in ("gcc", "gcc-manifold")}),
 }

@@ -14,7 +14,7 @@ and handed to ``ResultWriter.append`` whole: no dict per trial to stack, no HDF5
 
 import numpy as np
 
-from .trial import PointSetup, empty_record
+from .trial import INPUTS, PointSetup, empty_record
 
 
 def prepare(job, points=None):
@@ -39,8 +39,10 @@ class Records:
     def put(self, i, fields):
         """Set trial ``i``'s ``fields`` (a dict as timed_encode, decode_and_score or
         failed_record give, or a whole record); a field first seen here (an encoder's alpha)
-        gets a NaN column."""
+        gets a NaN column; the trial's working inputs (trial.INPUTS) are not kept."""
         for k, v in fields.items():
+            if k == INPUTS:
+                continue
             column = self.columns.get(k)
             if column is None:
                 column = self.columns[k] = np.full((len(self),) + np.shape(v), np.nan)

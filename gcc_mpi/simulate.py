@@ -129,7 +129,7 @@ def run_trial(setup, name, block, i, arrival, received, t_stop, records):
         error[erased] = codes[erased]
         records.put(i, {"error_text": summary(error, texts)})
     records.put(i, decode_and_score(code, received, Y, block.Y_true[i], target.classifier,
-                                    fields.get("alpha")))
+                                    fields))
     return received, t_stop
 
 

@@ -121,12 +121,15 @@ def score(Y_hat, Y_true, classifier):
     return mse, nmse, relacc
 
 
-def decode_and_score(code, received, Y_received, Y_true, classifier, alpha=None):
+def decode_and_score(code, received, Y_received, Y_true, classifier, encoded=None):
     """Decode and score one scheme's trial: a dict of the per-trial record fields it sets.
-    ``alpha``: the trial's data points if the encoder chose them (``encode``'s info["alpha"])."""
+    ``encoded``: the fields the trial's encode gave (``timed_encode``): the trial's data points
+    if the encoder chose them (info["alpha"]) and the inputs a code that ``uses_inputs`` needs."""
+    encoded = encoded or {}
+    extra = {"inputs": encoded.get(INPUTS)} if code.uses_inputs else {}
     t0 = time.perf_counter()
     try:
-        Y_hat, info = code.decode(received, Y_received, alpha)
+        Y_hat, info = code.decode(received, Y_received, encoded.get("alpha"), **extra)
     except DecodeError as e:
         return {"failed": True, "reason": str(e), "t_decode": time.perf_counter() - t0}
     t_decode = time.perf_counter() - t0
@@ -144,11 +147,20 @@ def empty_record(N):
     return rec
 
 
+# The key under which a trial's fields carry what a code that ``uses_inputs`` decodes with: the
+# batch and its coded inputs. Working data of the trial, never recorded (job.Records skips it).
+INPUTS = "_inputs"
+
+
 def timed_encode(code, X):
-    """(coded inputs of the active workers, record fields: t_encode and the encoder's facts)."""
+    """(coded inputs of the active workers, record fields: t_encode and the encoder's facts, and
+    for a code that ``uses_inputs`` the trial's inputs under INPUTS)."""
     t0 = time.perf_counter()
     X_coded, info = code.encode(X)
-    return X_coded, {"t_encode": time.perf_counter() - t0, **info}
+    fields = {"t_encode": time.perf_counter() - t0, **info}
+    if code.uses_inputs:
+        fields[INPUTS] = (X, X_coded)
+    return X_coded, fields
 
 
 def encode_record(code, X, delays):

@@ -37,8 +37,8 @@ class PlainLengthscaleSmoother(LengthscaleSmoother):
         h = inv @ np.swapaxes(W**2, 1, 2)
         return np.einsum("lngm,lgn->lg", C**2, 1.0 / h**2)
 
-    def best_lambdas(self, Y, criterion, indices):
-        lams = self.candidates(indices)
+    def best_lambdas(self, Y, criterion, indices, min_dof=0):
+        lams = self.candidates(indices, min_dof)
         basis = self.basis(Y, indices)
         score = self.scores(Y, lams[:, ::STRIDE], criterion, indices, basis)
         near = np.argmax(score <= score.min(axis=1, keepdims=True) * (1 + 1e-6), axis=1) * STRIDE

@@ -270,8 +270,7 @@ def one_trial(setup, point_index, t):
             Y = Y_all[received]
             rec["error"][erased] = codes[erased]
             rec["error_text"] = summary(rec["error"], texts)
-        rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier,
-                                    rec.get("alpha")))
+        rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier, rec))
         rec["arrival"][received] = delays[received]
         rec["used"][received] = True
         rec.update(t_scatter=0.0, t_wait=t_stop)

@@ -44,12 +44,16 @@ class LinearCode:
     trial_alpha : bool
         True: ``encode`` chooses each trial's points and reports them as ``info["alpha"]``
         (shape (K,)); ``decode`` then gets them back as ``alpha``.
+    uses_inputs : bool
+        True: ``decode`` also gets the trial's batch and coded inputs as ``inputs``.
     active : ndarray of int
         The workers that get a coded input (default: all N); the others idle.
     """
 
     exact = False  # exact schemes decode f(X) exactly once decodable; approximate ones improve with more results
     trial_alpha = False  # True: encode chooses each trial's alpha and reports it as info["alpha"]
+    # True: decode also takes ``inputs`` = (X, coded inputs of the active workers) of the trial
+    uses_inputs = False
 
     def __init__(self, N, K, alpha=None, beta=None):
         self.N, self.K = N, K
@@ -94,7 +98,7 @@ class LinearCode:
         """(D, info) with Y_hat = D @ Y[received]; ``received`` sorted ascending. Override."""
         raise NotImplementedError
 
-    def decode(self, received, Y, alpha=None):
+    def decode(self, received, Y, alpha=None, inputs=None):
         """Decode f(X) from the results received.
 
         Parameters
@@ -106,6 +110,9 @@ class LinearCode:
         alpha : ndarray, shape (K,), optional
             The trial's points when ``encode`` chose them (``info["alpha"]``); None: the
             code's own.
+        inputs : (X, X_coded), optional
+            The trial's batch and the coded inputs of the active workers, for a code that
+            ``uses_inputs`` (the master has both: it encoded X); None otherwise.
 
         Returns
         -------
@@ -126,7 +133,7 @@ class LinearCode:
         if len(received) == 0 or not self.decodable(mask):
             raise DecodeError(self.shortfall(mask))
         order = np.argsort(received, kind="stable")
-        return self._decode_sorted(received[order], np.asarray(Y)[order], alpha)
+        return self._decode_sorted(received[order], np.asarray(Y)[order], alpha, inputs)
 
     def decoder(self, received):
         """What ``decode_matrix`` built for this received set (sorted), from an LRU cache."""
@@ -140,7 +147,7 @@ class LinearCode:
             self._cache.move_to_end(key)
         return hit
 
-    def _decode_sorted(self, received, Y, alpha=None):
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
         D, info = self.decoder(received)
         return D @ Y, info
 

@@ -17,8 +17,10 @@ evaluates f on pilot trials was tried and not kept: its choices were within its 
 
 import numpy as np
 
+from . import chords
+from .chords import chord_problem
 from .kernels import KERNELS, LENGTHSCALE_FREE
-from .lengthscale import MULTIPLES, LengthscaleSmoother, spacing
+from .lengthscale import MULTIPLES, START, LengthscaleSmoother, spacing
 from .smoothing import WINDOWED_ABOVE, SmoothingCode
 from .windowed_lengthscale import WindowedLengthscaleSmoother
 
@@ -37,7 +39,8 @@ def encoder_cap(K):
 
 class GCC(SmoothingCode):
     null_dim = 0
-    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "centre": ()}
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "centre": (),
+            "space": "z"}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -46,6 +49,8 @@ class GCC(SmoothingCode):
         self.candidates = {side: self._candidates(K, side) for side in ("enc", "dec")}
         self.lambda_setting = {"enc": lambda_enc, "dec": lambda_dec}
         self._E_candidates = None
+        self.uses_inputs = (self.auto["space"] != "z" and lengthscale == "auto"
+                            and kernel not in LENGTHSCALE_FREE)
         super().__init__(N, K, KERNELS[kernel], lambda_enc, lambda_dec, alpha)
 
     def _candidates(self, K, side):
@@ -79,8 +84,16 @@ class GCC(SmoothingCode):
         return smoother.select(Y, rule, criterion, search_rule=self.auto["search"],
                                 prior=1 + self.auto["prior"] / max(len(Y), 1), **floor)
 
-    def facts(self, choice, side):
-        return {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}
+    def facts(self, choice, side, space="z"):
+        """The record fields of a choice; a decoder that may fit in the input space (chords.py)
+        records its lengthscale there as lengthscale_dec_input, and lengthscale_dec as NaN."""
+        facts = {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}
+        if side == "dec" and self.uses_inputs:
+            input_space = space == "x"
+            facts["lengthscale_dec_input"] = choice.lengthscale if input_space else np.nan
+            if input_space:
+                facts["lengthscale_dec"] = np.nan
+        return facts
 
     def fixed_encoder(self):
         return super().fixed_encoder() and len(self.candidates["enc"]) == 1
@@ -92,12 +105,51 @@ class GCC(SmoothingCode):
             return U + mean, info
         return self._encode(X)
 
-    def _decode_sorted(self, received, Y, alpha=None):
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
         if "dec" not in self.auto["centre"]:
-            return super()._decode_sorted(received, Y, alpha)
+            return self._decode_space(received, Y, alpha, inputs)
         mean = Y.mean(axis=0)
-        Y_hat, info = super()._decode_sorted(received, Y - mean, alpha)
+        Y_hat, info = self._decode_space(received, Y - mean, alpha, inputs)
         return Y_hat + mean, info
+
+    def _decode_space(self, received, Y, alpha=None, inputs=None):
+        space = self.auto["space"]
+        if space == "z" or inputs is None or len(received) > WINDOWED_ABOVE:
+            zs = self.decoder(received)
+            zc = self.choose(zs, Y, "dec")
+            return zs.apply(Y, zc, alpha), self.facts(zc, "dec", "z")
+        X, U = inputs
+        t, z, k, ls = chord_problem(U[received], X, KERNELS[self.auto.get("xkernel", self.kernel_name)])
+        xs = LengthscaleSmoother(t, z, k, ls)
+        walks = {"x": self.walk(xs, Y, chords.START)}
+        if space != "x":
+            walks["z"] = self.walk(self.decoder(received), Y)
+        for w in walks.values():
+            w.begin()
+        if space == "pick-first":  # only the better space walks on
+            first = min(walks, key=lambda s: walks[s].best()[0])
+            walks[first].run()
+        else:
+            for w in walks.values():
+                w.run()
+        scores = {s: w.best()[0] for s, w in walks.items()}
+        found = {s: (w.best()[1], w.best()[2]) for s, w in walks.items()}
+        smoothers = {"x": xs, "z": self.decoder(received)}
+        if space == "wmix":
+            w = scores["z"] / (scores["x"] + scores["z"])
+            zc, xc = smoothers["z"].choice(found["z"]), xs.choice(found["x"])
+            return (w * xs.apply(Y, xc) + (1 - w) * smoothers["z"].apply(Y, zc, alpha),
+                    self.facts(xc if w >= 0.5 else zc, "dec", "x" if w >= 0.5 else "z"))
+        best = min(scores, key=scores.get)
+        choice = smoothers[best].choice(found[best])
+        return (smoothers[best].apply(Y, choice, alpha if best == "z" else None),
+                self.facts(choice, "dec", best))
+
+    def walk(self, smoother, Y, start=START):
+        """The decoder's Walk over ``smoother``'s lengthscales (``choose``'s rule), not begun."""
+        return smoother.walk(Y, self.rule_dec, self.auto["dec"], self.auto["search"],
+                             1 + self.auto["prior"] / max(len(Y), 1), start=start,
+                             **self.dof_floor("dec", len(Y)))
 
     def _encode(self, X):
         if self.E is not None or isinstance(self.rule_enc, str):

@@ -56,30 +56,51 @@ def search(L, score, rule="walk", start=START, prior=1.0):
     better end while that improves. The walk ends at the grid's choice wherever the score is
     unimodal in the lengthscale (on 953 of 960 trials of the shipped jobs and our workloads).
     """
-    known = {}  # candidate index -> (score, value)
-    start = min(start, L - 2) if L > 3 else start
+    return Walk(L, score, rule, start, prior).run()
 
-    def rank(k):  # the score, times ``prior`` per candidate away from the start
-        return (known[k][0] * prior ** abs(k - start), k)
 
-    def add(indices):
-        indices = [i for i in indices if 0 <= i < L and i not in known]
+class Walk:
+    """``search`` in two steps, so that two searches can be run side by side: ``begin`` scores
+    the start and its neighbours (or every candidate), ``run`` walks from there to the end;
+    ``best`` is (score, index, value) of the best candidate scored so far."""
+
+    def __init__(self, L, score, rule="walk", start=START, prior=1.0):
+        self.L, self.score, self.rule, self.prior = L, score, rule, prior
+        self.start = min(start, L - 2) if L > 3 else start
+        self.known = {}  # candidate index -> (score, value)
+
+    def rank(self, k):  # the score, times ``prior`` per candidate away from the start
+        return (self.known[k][0] * self.prior ** abs(k - self.start), k)
+
+    def add(self, indices):
+        indices = [i for i in indices if 0 <= i < self.L and i not in self.known]
         if indices:
-            sc, val = score(indices)
-            known.update({i: (sc[j], val[j]) for j, i in enumerate(indices)})
+            sc, val = self.score(indices)
+            self.known.update({i: (sc[j], val[j]) for j, i in enumerate(indices)})
 
-    if rule == "grid" or L <= 3:
-        add(range(L))
-    else:
-        add([start - 1, start, start + 1])
+    def begin(self):
+        if self.rule == "grid" or self.L <= 3:
+            self.add(range(self.L))
+        else:
+            self.add([self.start - 1, self.start, self.start + 1])
+        return self
+
+    def best(self):
+        i = min(self.known, key=self.rank)
+        return self.known[i][0], i, self.known[i][1]
+
+    def run(self):
+        """(index, value) of the walk's choice."""
+        if not self.known:
+            self.begin()
         while True:
-            i = min(known, key=rank)
-            step = -1 if i == min(known) else 1 if i == max(known) else 0
-            if step == 0 or not 0 <= i + step < L:
+            i = min(self.known, key=self.rank)
+            step = -1 if i == min(self.known) else 1 if i == max(self.known) else 0
+            if step == 0 or not 0 <= i + step < self.L:
                 break
-            add([i + step])
-    i = min(known, key=rank)
-    return i, known[i][1]
+            self.add([i + step])
+        i = min(self.known, key=self.rank)
+        return i, self.known[i][1]
 
 
 def coarse_to_fine(lams, score, pick=first_near_min):
@@ -224,10 +245,17 @@ class LengthscaleSmoother:
         with a fixed lambda (a number) only l is, by ``criterion`` (default "loo").
         ``search_rule``: "walk" or "grid" (see ``search``); an automatic lambda keeps ``min_dof``
         effective degrees of freedom (``candidates``)."""
+        if len(self.lengthscales) == 1 and not isinstance(rule, str) and (
+                criterion or "loo") in CRITERIA:
+            return self.fixed(0, rule)  # nothing to choose (an encoder's every trial): no score
+        walk = self.walk(Y, rule, criterion, search_rule, prior, min_dof)
+        return self.choice(walk.run())
+
+    def walk(self, Y, rule, criterion=None, search_rule="walk", prior=1.0, min_dof=0,
+             start=START):
+        """The Walk of ``select`` over this smoother's lengthscales, from ``start``, not begun."""
         Y = np.asarray(Y, float)
         criterion = criterion or (rule if isinstance(rule, str) else "loo")
-        if len(self.lengthscales) == 1 and not isinstance(rule, str) and criterion in CRITERIA:
-            return self.fixed(0, rule)  # nothing to choose (an encoder's every trial): no score
 
         def score(indices):
             if isinstance(rule, str):
@@ -235,7 +263,11 @@ class LengthscaleSmoother:
             lam = np.array([self.effective_lambda(rule, i) for i in indices])
             return self.scores(Y, lam[:, None], criterion, indices)[:, 0], lam
 
-        i, lam = search(len(self.lengthscales), score, search_rule, prior=prior)
+        return Walk(len(self.lengthscales), score, search_rule, start, prior)
+
+    def choice(self, found):
+        """The Choice of a walk's (index, lambda)."""
+        i, lam = found
         return Choice(i, float(self.lengthscales[i]), float(lam))
 
     def weights(self, choice, z=None):

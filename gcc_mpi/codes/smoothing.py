@@ -81,7 +81,7 @@ class SmoothingCode(LinearCode):
         # lambda may depend on the results, so the cached decoder is the smoother, not a matrix
         return self.smoother(self.beta[received], self.alpha, "dec")
 
-    def _decode_sorted(self, received, Y, alpha=None):
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
         smoother = self.decoder(received)
         choice = self.choose(smoother, Y, "dec")
         return smoother.apply(Y, choice, alpha), self.facts(choice, "dec")

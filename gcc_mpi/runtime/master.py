@@ -371,7 +371,7 @@ class Master:
         if decode:
             rec, received = r.rec, np.array(r.got, dtype=np.int64)
             rec.update(decode_and_score(r.code, received, self.slots.outputs(r.slot, received),
-                                        r.Y_true, self.classifier, rec.get("alpha")))
+                                        r.Y_true, self.classifier, rec))
             rec["used"][received] = True
             rec["error_text"] = summary(rec["error"], r.texts)
             rec["t_scatter"] = r.t_sent - r.t_start
