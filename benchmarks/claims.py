@@ -1,6 +1,6 @@
 """The papers' claims beside our measurements: the table of docs/claims.md.
 
-    python benchmarks/claims.py [--only NAME ...] [--small] [--trials T]
+    python benchmarks/claims.py [--only NAME ...] [--small] [--trials T] [--json]
 
 Each claim has its job in jobs/claims/; it is run as a user runs it (``python -m gcc_mpi
 simulate JOB -o FILE``, with the claim's --set overrides), the file is read with gcc_mpi's reading
@@ -16,10 +16,12 @@ one line per scheme gives the figure, its 95% interval and the verdict:
 - ApproxIFER's setting (``Relacc``): each scheme's relative accuracy with a 95% bootstrap
   interval, at K = 8, 10, 12 with N = K + 1 and one straggler, beside the published figures.
 ``--small`` runs every job at the test's size (tests/test_claims.py): a few trials, the sweep cut
-to its ends. The verdicts of the full run are docs/claims.md's.
+to its ends; ``--json`` prints the lines as a JSON array (claim, scheme, figure, holds, values),
+which the test reads. The verdicts of the full run are docs/claims.md's.
 """
 
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -234,14 +236,30 @@ def main():
     ap.add_argument("--only", nargs="+", help="claims by name (default: all)")
     ap.add_argument("--small", action="store_true", help="the test's size")
     ap.add_argument("--trials", type=int, help="trials per point instead of the job's")
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     trials = args.trials or (10 if args.small else None)
+    lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for claim in CLAIMS:
             if args.only and claim.name not in args.only:
                 continue
             for line in run(claim, tmp, args.small, trials):
-                print(line.text(), flush=True)
+                lines.append(line)
+                if not args.json:
+                    print(line.text(), flush=True)
+    if args.json:
+        print(json.dumps([{"claim": x.claim, "scheme": x.scheme, "figure": x.figure,
+                           "holds": bool(x.holds), "values": _plain(x.values)} for x in lines]))
+
+
+def _plain(v):
+    """JSON-ready: dict keys as strings, numpy numbers as floats."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return None if v is None else float(v) if isinstance(v, (int, float, np.number)) else v
 
 
 if __name__ == "__main__":

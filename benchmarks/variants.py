@@ -19,7 +19,9 @@ import argparse
 import contextlib
 import importlib
 import tempfile
+from dataclasses import dataclass, field
 
+import dropped
 import numpy as np
 from cases import (GROUPS, HELD_OUT, HELD_OUT_3, HELD_OUT_29, HELD_OUT_29B, MINIMAL, RELU,
                    SHIPPED, TUNING, resolve, setup_of, user_files)
@@ -32,39 +34,80 @@ SCHEMES = ["letcc", "gcc", "gcc-manifold"]
 RESAMPLES = 2000
 WIN, LOSS = 1.0, 0.3  # dB: issue 29's rule for a new default
 
-# name -> (what it is, {scheme: make_code options}[, {"module:NAME": value} set while it runs]);
-# a scheme not named is left out of the variant
+KERNEL_CODES = ("gcc", "gcc-manifold")
+
+
+@dataclass
+class Variant:
+    """A rule to measure: make_code options per scheme (a scheme not named is left out), module
+    constants of gcc_mpi.codes set while it runs ({"module:NAME": value}), and optionally a
+    builder per scheme instead of make_code (dropped.py's rules)."""
+
+    what: str
+    options: dict
+    patches: dict = field(default_factory=dict)
+    builders: dict = field(default_factory=dict)
+
+
+def kernel_codes(**options):
+    return {s: dict(options) for s in KERNEL_CODES}
+
+
 VARIANTS = {
-    "interpolate": ("the decoder interpolates: lambda_dec at the floor (1e-13 of the largest "
-                    "eigenvalue), the lengthscale still by leave-one-out",
-                    {s: {"lambda_dec": 0.0} for s in SCHEMES}),
-    "lambda-1e-10": ("lambda_dec = 1e-10 (the issue's reference at minimal redundancy)",
-                     {s: {"lambda_dec": 1e-10} for s in SCHEMES}),
-    "loo-always": ("the decoder's lambda by leave-one-out at every redundancy (the rule before "
-                   "issue 29)", {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": 0.0}),
-    **{f"dof-{c:g}": (f"the decoder's lambda keeps >= {c:g} K effective degrees of freedom",
-                      {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": c})
+    # issue 29's starting point, and lambda at minimal redundancy
+    "before-29": Variant("the rules before issue 29: gcc's decoder along z only, lambda by "
+                         "leave-one-out at every redundancy",
+                         {"letcc": {}, **kernel_codes(auto={"space": "z"})},
+                         {"smoothing:DOF_PER_INPUT": 0.0}),
+    "interpolate": Variant("the decoder interpolates: lambda_dec at the floor (1e-13 of the "
+                           "largest eigenvalue), the lengthscale still by leave-one-out",
+                           {s: {"lambda_dec": 0.0} for s in SCHEMES}),
+    "lambda-1e-10": Variant("lambda_dec = 1e-10 (the issue's reference at minimal redundancy)",
+                            {s: {"lambda_dec": 1e-10} for s in SCHEMES}),
+    "loo-always": Variant("the decoder's lambda by leave-one-out at every redundancy",
+                          {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": 0.0}),
+    **{f"dof-{c:g}": Variant(f"the decoder's lambda keeps >= {c:g} K effective degrees of "
+                             "freedom", {s: {} for s in SCHEMES}, {"smoothing:DOF_PER_INPUT": c})
        for c in (0.5, 1.0, 1.5, 2.0)},
-    "centre-dec": ("gcc's decoder fits the results minus their mean (a constant the penalty "
-                   "does not shrink; letcc's null space has it already)",
-                   {s: {"auto": {"centre": ("dec",)}} for s in ("gcc", "gcc-manifold")}),
-    **{f"space-{v}": (f"gcc's decoder kernel of the chord lengths in the input space ({v})",
-                      {s: {"auto": {"space": v}} for s in ("gcc", "gcc-manifold")})
-       for v in ("x", "pick", "pick-first", "wmix")},
-    "space-pick-m32": ("space-pick with Matern-3/2 for the input-space kernel",
-                       {s: {"auto": {"space": "pick", "xkernel": "matern32"}}
-                        for s in ("gcc", "gcc-manifold")}),
-    "centre-both": ("centre-dec, and the encoder fits the inputs minus their mean",
-                    {s: {"auto": {"centre": ("enc", "dec")}} for s in ("gcc", "gcc-manifold")}),
+    # where gcc's decoder fits
+    "space-z": Variant("gcc's decoder along z only (the decoder before issue 29)",
+                       kernel_codes(auto={"space": "z"})),
+    "space-x": Variant("gcc's decoder in the input space only, at every redundancy",
+                       kernel_codes(auto={"space": "x"})),
+    "space-both": Variant("both spaces begin their walks and the better walks on, at every "
+                          "redundancy", kernel_codes(auto={"space": "both"})),
+    "mixed": Variant("both spaces walk to their best, the fits averaged by their inverse "
+                     "leave-one-out scores", kernel_codes(),
+                     builders=dropped.factory(dropped.Mixed)),
+    "input-m32": Variant("the input-space decoder alone with Matern-3/2",
+                         kernel_codes(), builders=dropped.factory(dropped.InputKernel)),
+    "input-kernel-choice": Variant("the input-space decoder alone, Matern-5/2 or 3/2 per decode "
+                                   "by leave-one-out", kernel_codes(),
+                                   builders=dropped.factory(dropped.InputKernelChoice)),
+    "input-fine": Variant("the input-space lengthscales sqrt(2) apart (1/4 ... 64 times the "
+                          "batch's median distance)", kernel_codes(),
+                          {"chords:MULTIPLES": 2.0 ** (np.arange(-4, 13) / 2),
+                           "chords:START": 6}),
+    "centre-dec": Variant("the decoder fits the results minus their mean (a constant the "
+                          "penalty does not shrink; letcc's null space has it already)",
+                          kernel_codes(), builders=dropped.factory(dropped.Centred)),
+    "centre-both": Variant("centre-dec, and the encoder fits the inputs minus their mean",
+                           kernel_codes(), builders=dropped.factory(dropped.CentredBoth)),
+    # the encoders and gcc-manifold's graph, with the decoder of issue 29
+    **{f"enc-{e:g}": Variant(f"the encoders at {e:g} spacings (capped as the rule's)",
+                             kernel_codes(auto={"enc": e})) for e in (1.0, 2.0, 4.0)},
+    "chebyshev": Variant("gcc-manifold's alpha at Chebyshev points along its order",
+                         {"gcc-manifold": {"placement": "chebyshev"}}),
+    **{f"neighbors-{k}": Variant(f"gcc-manifold's graph with {k} neighbours",
+                                 {"gcc-manifold": {"neighbors": k}}) for k in (4, 12)},
 }
 
 
 @contextlib.contextmanager
 def patched(variant):
     """The module constants of a variant set (gcc_mpi.codes.<module>.NAME), and restored."""
-    patches = VARIANTS[variant][2] if len(VARIANTS[variant]) > 2 else {}
     saved = []
-    for where, value in patches.items():
+    for where, value in VARIANTS[variant].patches.items():
         module, name = where.split(":")
         mod = importlib.import_module(f"gcc_mpi.codes.{module}")
         saved.append((mod, name, getattr(mod, name)))
@@ -76,13 +119,14 @@ def patched(variant):
             setattr(mod, name, value)
 
 
-def trials_of(setup, index, scheme, trials, options=None):
-    """(nmse, relacc) arrays of one scheme over the paired trials, with the code built from the
-    job's options updated by ``options`` (None: the job's code)."""
-    if options is not None:
-        c = setup.config
-        opts = {**scheme_options(c, scheme, setup.dataset), **options}
-        setup.codes[scheme] = make_code(scheme, c.code.workers, c.data.batch, **opts)
+def trials_of(setup, index, scheme, trials, variant=None):
+    """(nmse, relacc) arrays of one scheme over the paired trials, with the code of ``variant``
+    (None: the job's own code)."""
+    if variant is not None:
+        c, v = setup.config, VARIANTS[variant]
+        opts = {**scheme_options(c, scheme, setup.dataset), **v.options[scheme]}
+        build = v.builders.get(scheme, lambda N, K, **o: make_code(scheme, N, K, **o))
+        setup.codes[scheme] = build(c.code.workers, c.data.batch, **opts)
     nmse, relacc = [], []
     for t in range(trials):
         X, Y, delays = setup.inputs(index, t)
@@ -113,17 +157,17 @@ def run_case(name, job, sets, variants, trials, schemes, rows, baseline=None):
     for scheme in present:
         if baseline is None:
             base, base_acc = trials_of(setup, index, scheme, trials)
+        elif scheme not in VARIANTS[baseline].options:
+            continue
         else:
             with patched(baseline):
-                base, base_acc = trials_of(setup, index, scheme, trials,
-                                           VARIANTS[baseline][1].get(scheme, {}))
+                base, base_acc = trials_of(setup, index, scheme, trials, baseline)
         line = f"  {scheme:12s} {baseline or 'default'} {db(base):7.2f}" + _acc(base_acc)
         for v in variants:
-            options = VARIANTS[v][1].get(scheme)
-            if options is None:
+            if scheme not in VARIANTS[v].options:
                 continue
             with patched(v):
-                nmse, acc = trials_of(setup, index, scheme, trials, options)
+                nmse, acc = trials_of(setup, index, scheme, trials, v)
             d, (lo, hi) = difference(nmse, base)
             rows.append((v, f"{name} {scheme}", name in RELU, d, lo, hi))
             line += f"   {v} {db(nmse):7.2f}{_acc(acc)} {d:+6.2f} [{lo:+.2f}, {hi:+.2f}]"
@@ -164,10 +208,10 @@ def main():
     ap.add_argument("--baseline", help="a variant to compare against instead of the defaults")
     args = ap.parse_args()
     if args.variants == ["list"]:
-        for name, (what, *_) in VARIANTS.items():
-            print(f"{name:24s} {what}")
+        for name, v in VARIANTS.items():
+            print(f"{name:20s} {v.what}")
         return
-    unknown = [v for v in [*args.variants, args.baseline or "loo-always"] if v not in VARIANTS]
+    unknown = [v for v in [*args.variants, args.baseline or "space-z"] if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
     groups = {"shipped jobs": SHIPPED, "minimal redundancy (issue 29)": MINIMAL,

@@ -23,6 +23,7 @@ from .targets import check_layout, probe, target_for
 
 FIELDS_FLOAT = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode",
                 "latency", "lambda_enc", "lambda_dec", "lengthscale_enc", "lengthscale_dec",
+                "lengthscale_dec_input",  # gcc's decoder in the input space (codes/chords.py)
                 "t_start", "t_end")  # the MPI round's scatter start, decode end; NaN in simulate
 
 

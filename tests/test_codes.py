@@ -145,7 +145,7 @@ def test_gcv_and_loo_match_dense_definitions():
         gcv.append(25 * np.sum(R**2) / np.trace(np.eye(25) - H) ** 2)
         loo.append(np.sum((R / (1 - np.diag(H))[:, None]) ** 2))
     S_sub = KernelSmoother(t, t, spline_semikernel, null_dim=2)
-    S_sub.candidates = lambda: lams
+    S_sub.candidates = lambda min_dof=0: lams
     assert S_sub.gcv(Y) == lams[int(np.argmin(gcv))]
     assert S_sub.loo(Y) == lams[int(np.argmin(loo))]
     assert S.matrix(lams[15]) == pytest.approx(dense_hat(t, spline_semikernel, 2, lams[15]), abs=1e-9)

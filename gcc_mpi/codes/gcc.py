@@ -13,6 +13,13 @@ one spacing, the earlier rule, loses 1-8 dB on polynomials and softmax, and gain
 ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/science.md),
 doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
 evaluates f on pilot trials was tried and not kept: its choices were within its own noise.
+
+With "auto" the decoder also fits in the input space (chords.py): a kernel of the distances
+between the received coded inputs and the batch, which the master knows, instead of the
+distances along z. Below DENSE results per input that is the decoder (it won on every workload
+measured, by up to 34 dB: docs/science.md, "The decoder in the input space"); from DENSE on,
+where the results lie close along the curve and z can win (polynomials at N = 160: 12 dB), both
+spaces begin their walks and the better by leave-one-out walks on and answers.
 """
 
 import numpy as np
@@ -30,6 +37,8 @@ from .windowed_lengthscale import WindowedLengthscaleSmoother
 # (the default job on 8 ranks) 4 spacings (4.2) cost 3.4 dB against 1.0; at K = 1 and 2 one
 # spacing (pi, pi / 2) is what the earlier rule used; 1.0 lost 17 dB at K = 1 (4 ranks).
 ENC_MAX = 1.0
+# Results per input from which the "auto" decoder compares the input space with z (see above).
+DENSE = 4
 
 
 def encoder_cap(K):
@@ -39,8 +48,8 @@ def encoder_cap(K):
 
 class GCC(SmoothingCode):
     null_dim = 0
-    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "centre": (),
-            "space": "z"}
+    # "space": where the "auto" decoder fits: "auto" (DENSE), "x" (the input space), "z"
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "space": "auto"}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None):
@@ -49,6 +58,8 @@ class GCC(SmoothingCode):
         self.candidates = {side: self._candidates(K, side) for side in ("enc", "dec")}
         self.lambda_setting = {"enc": lambda_enc, "dec": lambda_dec}
         self._E_candidates = None
+        # the input-space decoder needs the trial's inputs (trial.INPUTS); it has lengthscales
+        # of its own, so it is part of "auto" only
         self.uses_inputs = (self.auto["space"] != "z" and lengthscale == "auto"
                             and kernel not in LENGTHSCALE_FREE)
         super().__init__(N, K, KERNELS[kernel], lambda_enc, lambda_dec, alpha)
@@ -85,73 +96,50 @@ class GCC(SmoothingCode):
                                 prior=1 + self.auto["prior"] / max(len(Y), 1), **floor)
 
     def facts(self, choice, side, space="z"):
-        """The record fields of a choice; a decoder that may fit in the input space (chords.py)
-        records its lengthscale there as lengthscale_dec_input, and lengthscale_dec as NaN."""
-        facts = {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}
-        if side == "dec" and self.uses_inputs:
-            input_space = space == "x"
-            facts["lengthscale_dec_input"] = choice.lengthscale if input_space else np.nan
-            if input_space:
-                facts["lengthscale_dec"] = np.nan
-        return facts
+        """The record fields of a choice; the decoder in the input space (chords.py) records
+        its lengthscale, a distance in the inputs' units, as lengthscale_dec_input instead."""
+        if space == "x":
+            return {"lambda_dec": choice.lam, "lengthscale_dec": np.nan,
+                    "lengthscale_dec_input": choice.lengthscale}
+        return {f"lambda_{side}": choice.lam, f"lengthscale_{side}": choice.lengthscale}
 
     def fixed_encoder(self):
         return super().fixed_encoder() and len(self.candidates["enc"]) == 1
 
-    def encode(self, X):
-        if "enc" in self.auto["centre"]:
-            mean = X.mean(axis=0)
-            U, info = self._encode(X - mean)
-            return U + mean, info
-        return self._encode(X)
-
     def _decode_sorted(self, received, Y, alpha=None, inputs=None):
-        if "dec" not in self.auto["centre"]:
-            return self._decode_space(received, Y, alpha, inputs)
-        mean = Y.mean(axis=0)
-        Y_hat, info = self._decode_space(received, Y - mean, alpha, inputs)
-        return Y_hat + mean, info
-
-    def _decode_space(self, received, Y, alpha=None, inputs=None):
         space = self.auto["space"]
-        if space == "z" or inputs is None or len(received) > WINDOWED_ABOVE:
-            zs = self.decoder(received)
-            zc = self.choose(zs, Y, "dec")
-            return zs.apply(Y, zc, alpha), self.facts(zc, "dec", "z")
-        X, U = inputs
-        t, z, k, ls = chord_problem(U[received], X, KERNELS[self.auto.get("xkernel", self.kernel_name)])
-        xs = LengthscaleSmoother(t, z, k, ls)
-        walks = {"x": self.walk(xs, Y, chords.START)}
+        if not self.uses_inputs or inputs is None or len(received) > WINDOWED_ABOVE:
+            space = "z"
+        elif space == "auto":
+            space = "x" if len(received) < DENSE * self.K else "both"
+        smoothers, walks = {}, {}
+        if space != "z":
+            smoothers["x"] = self.input_smoother(received, inputs)
+            walks["x"] = self.walk(smoothers["x"], Y, chords.START).begin()
         if space != "x":
-            walks["z"] = self.walk(self.decoder(received), Y)
-        for w in walks.values():
-            w.begin()
-        if space == "pick-first":  # only the better space walks on
-            first = min(walks, key=lambda s: walks[s].best()[0])
-            walks[first].run()
-        else:
-            for w in walks.values():
-                w.run()
-        scores = {s: w.best()[0] for s, w in walks.items()}
-        found = {s: (w.best()[1], w.best()[2]) for s, w in walks.items()}
-        smoothers = {"x": xs, "z": self.decoder(received)}
-        if space == "wmix":
-            w = scores["z"] / (scores["x"] + scores["z"])
-            zc, xc = smoothers["z"].choice(found["z"]), xs.choice(found["x"])
-            return (w * xs.apply(Y, xc) + (1 - w) * smoothers["z"].apply(Y, zc, alpha),
-                    self.facts(xc if w >= 0.5 else zc, "dec", "x" if w >= 0.5 else "z"))
-        best = min(scores, key=scores.get)
-        choice = smoothers[best].choice(found[best])
+            smoothers["z"] = self.decoder(received)
+            if space == "z":
+                choice = self.choose(smoothers["z"], Y, "dec")
+                return smoothers["z"].apply(Y, choice, alpha), self.facts(choice, "dec")
+            walks["z"] = self.walk(smoothers["z"], Y).begin()
+        best = min(walks, key=lambda s: walks[s].best()[0])  # only the better one walks on
+        choice = smoothers[best].choice(walks[best].run())
         return (smoothers[best].apply(Y, choice, alpha if best == "z" else None),
                 self.facts(choice, "dec", best))
 
+    def input_smoother(self, received, inputs, kernel=None):
+        """The smoother in the input space from the received coded inputs to the batch."""
+        X, U = inputs
+        t, z, k, lengthscales = chord_problem(U[received], X, kernel or self.kernel)
+        return LengthscaleSmoother(t, z, k, lengthscales)
+
     def walk(self, smoother, Y, start=START):
-        """The decoder's Walk over ``smoother``'s lengthscales (``choose``'s rule), not begun."""
+        """The decoder's Walk over ``smoother``'s lengthscales by ``choose``'s rule, not begun."""
         return smoother.walk(Y, self.rule_dec, self.auto["dec"], self.auto["search"],
                              1 + self.auto["prior"] / max(len(Y), 1), start=start,
                              **self.dof_floor("dec", len(Y)))
 
-    def _encode(self, X):
+    def encode(self, X):
         if self.E is not None or isinstance(self.rule_enc, str):
             return super().encode(X)
         # the lengthscale depends on X but lambda does not: one encoder matrix per candidate

@@ -37,7 +37,7 @@ class ManifoldGCC(GCC):
         self.neighbors, self.ordering, self.placement = neighbors, ordering, placement
         self.laplacian, self.pool_rows = laplacian, pool_rows
 
-    def _encode(self, X):
+    def encode(self, X):
         alpha, W = manifold_alpha(X, neighbors=self.neighbors, ordering=self.ordering,
                                   placement=self.placement, pool=self.pool_rows)
         anchors = X

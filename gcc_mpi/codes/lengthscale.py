@@ -140,6 +140,7 @@ class LengthscaleSmoother:
         self.s, self.W, self.WT, self.W2T = [None] * L, [None] * L, [None] * L, [None] * L
         self.scale = np.ones(L)  # each candidate's largest eigenvalue, once decomposed
         self._stacked = (), ()
+        self._rows = {}  # (candidate, min_dof) -> its lambdas
 
     def decompose(self, indices):
         """Eigendecompositions K_l = W_l diag(s_l) W_l^T of the candidates ``indices`` not made yet."""
@@ -182,11 +183,15 @@ class LengthscaleSmoother:
         capped where the fit would keep fewer than ``min_dof`` effective degrees of freedom."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         self.decompose(indices)
-        scale = self.scale[indices][:, None]
-        lams = np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
-        if min_dof > 0 and self.n:
-            lams = np.minimum(lams, dof_cap(np.stack([self.s[i] for i in indices]), lams, min_dof))
-        return lams
+        todo = [i for i in indices if (i, min_dof) not in self._rows]
+        if todo:  # each candidate's row computed once, the new ones together
+            scale = self.scale[todo][:, None]
+            rows = np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
+            if min_dof > 0 and self.n:
+                rows = np.minimum(rows, dof_cap(np.stack([self.s[i] for i in todo]), rows,
+                                                min_dof))
+            self._rows.update({(i, min_dof): row for i, row in zip(todo, rows)})
+        return np.stack([self._rows[i, min_dof] for i in indices])
 
     def basis(self, Y, indices):
         """(s (L, r), W (L, n, r), W^T Y (L, r, m), W^T (L, r, n), (W^T)**2) of the lengthscales
