@@ -54,7 +54,9 @@ def kernel_codes(**options):
 
 
 VARIANTS = {
-    # issue 29's starting point, and lambda at minimal redundancy
+    # issue 29's starting point and its result (the defaults), and lambda at minimal redundancy
+    "issue-29": Variant("the defaults: the decoder in the input space (gcc.DENSE) and lambda "
+                        "keeping 1.5 K degrees of freedom", {s: {} for s in SCHEMES}),
     "before-29": Variant("the rules before issue 29: gcc's decoder along z only, lambda by "
                          "leave-one-out at every redundancy",
                          {"letcc": {}, **kernel_codes(auto={"space": "z"})},
