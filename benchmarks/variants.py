@@ -90,6 +90,14 @@ VARIANTS = {
                           "batch's median distance)", kernel_codes(),
                           {"chords:MULTIPLES": 2.0 ** (np.arange(-4, 13) / 2),
                            "chords:START": 6}),
+    **{f"input-{'-'.join(f'{m:g}' for m in ms)}": Variant(
+        f"the input-space lengthscales {', '.join(f'{m:g}' for m in ms)} times the batch's median "
+        "distance", kernel_codes(), {"chords:MULTIPLES": np.array(ms, float),
+                                     "chords:START": start})
+       for ms, start in (((2.0,), 0), ((2.0, 16.0), 0), ((1.0, 4.0, 16.0), 1))},
+    "input-from-2": Variant("the input-space lengthscales 2 ... 64 times the batch's median "
+                            "distance, the walk from 2 (so upwards only)", kernel_codes(),
+                            {"chords:MULTIPLES": 2.0 ** np.arange(1, 7), "chords:START": 0}),
     "centre-dec": Variant("the decoder fits the results minus their mean (a constant the "
                           "penalty does not shrink; letcc's null space has it already)",
                           kernel_codes(), builders=dropped.factory(dropped.Centred)),
