@@ -251,6 +251,9 @@ class GccOptions:
     lengthscale: float | str = setting(_or_words(_num(0.0, above=True), "auto"), "auto")  # auto: per fit, with lambda
     lambda_enc: float | str = setting(_LAMBDA, "auto")
     lambda_dec: float | str = setting(_LAMBDA, "auto")
+    # where the decoder fits: "beta" the papers' (along the curve parameter), "input" the input
+    # space, "auto" the input space below gcc.DENSE results per input, else the better of both
+    decoder: str = setting(_choice("auto", "input", "beta"), "auto")
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,37 @@ def test_scaling_f_does_not_change_the_nmse():
             assert abs(db[scale, name] - db[1.0, name]) < 0.01, (name, scale, db)
 
 
+def test_decoder_key_chooses_the_space(tmp_path):
+    """code.<scheme>.decoder = "beta" is the papers' decoder along the curve parameter (the
+    lengthscale recorded as lengthscale_dec, the batch never used), "input" the input space at
+    every redundancy; a fixed lengthscale decodes along beta whatever the key says."""
+    fields = {}
+    for decoder in ("beta", "input", "auto"):
+        out = tmp_path / f"{decoder}.h5"
+        assert main(["simulate", str(JOBS / "digits-mlp.toml"), "-o", str(out), "-q",
+                     "--set", "job.trials=3", "--set", 'code.schemes=["gcc", "gcc-manifold"]',
+                     "--set", "stragglers.count=10", "--set", f"code.gcc.decoder={decoder}",
+                     "--set", f"code.gcc-manifold.decoder={decoder}"]) == 0
+        with h5py.File(out, "r") as f:
+            fields[decoder] = {(name, k): f[f"point_000/{name}/{k}"][()]
+                               for name in ("gcc", "gcc-manifold")
+                               for k in ("lengthscale_dec", "lengthscale_dec_input", "nmse")}
+    for name in ("gcc", "gcc-manifold"):
+        beta, inp = fields["beta"], fields["input"]
+        assert np.isfinite(beta[name, "lengthscale_dec"]).all()
+        assert np.isnan(beta[name, "lengthscale_dec_input"]).all()
+        assert np.isnan(inp[name, "lengthscale_dec"]).all()
+        assert (inp[name, "lengthscale_dec_input"] > 0).all()
+        # 30 results of 10 inputs: "auto" is the input space (below gcc.DENSE per input)
+        assert np.array_equal(fields["auto"][name, "nmse"], inp[name, "nmse"])
+        assert not np.array_equal(beta[name, "nmse"], inp[name, "nmse"])
+    for decoder in ("beta", "input"):
+        code = make_code("gcc", 40, 10, lengthscale=0.5, decoder=decoder)
+        assert not code.uses_inputs
+    assert make_code("gcc", 40, 10, decoder="input").uses_inputs
+    assert not make_code("gcc", 40, 10, decoder="beta").uses_inputs
+
+
 def test_recorded_fields_resume_and_analyze(tmp_path, capsys):
     """Chosen lengthscales are recorded per trial (NaN for schemes without one), their median
     is in analyze --json, and a file from before the fields resumes with them back-filled."""

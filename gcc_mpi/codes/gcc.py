@@ -14,12 +14,15 @@ ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/
 doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
 evaluates f on pilot trials was tried and not kept: its choices were within its own noise.
 
-With "auto" the decoder also fits in the input space (chords.py): a kernel of the distances
+The decoder ("decoder" = "auto", the default) also fits in the input space (chords.py): a kernel of the distances
 between the received coded inputs and the batch, which the master knows, instead of the
 distances along z. Below DENSE results per input that is the decoder (it won on every workload
 measured, by up to 34 dB: docs/science.md, "The decoder in the input space"); from DENSE on,
 where the results lie close along the curve and z can win (polynomials at N = 160: 12 dB), both
-spaces begin their walks and the better by leave-one-out walks on and answers.
+spaces begin their walks and the better by leave-one-out walks on and answers. "beta" is the
+papers' decoder, the regression along z (the curve parameter beta) alone; "input" the input
+space at every redundancy. The input space needs the "auto" lengthscale (it has lengthscales of
+its own): a fixed lengthscale or a lengthscale-free kernel decodes along z whatever "decoder" says.
 """
 
 import numpy as np
@@ -39,6 +42,8 @@ from .windowed_lengthscale import WindowedLengthscaleSmoother
 ENC_MAX = 1.0
 # Results per input from which the "auto" decoder compares the input space with z (see above).
 DENSE = 4
+# The "decoder" option: where the decoder fits (AUTO["space"]): "x" the input space, "z" beta
+DECODER_SPACES = {"auto": "auto", "input": "x", "beta": "z"}
 
 
 def encoder_cap(K):
@@ -52,9 +57,10 @@ class GCC(SmoothingCode):
     AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "space": "auto"}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
-                 lambda_dec="auto", alpha=None, auto=None):
+                 lambda_dec="auto", alpha=None, auto=None, decoder="auto"):
         self.kernel_name, self.lengthscale = kernel, lengthscale
-        self.auto = dict(self.AUTO, **(auto or {}))  # ``auto``: other rules, for benchmarks
+        # ``auto``: other rules, for benchmarks
+        self.auto = {**self.AUTO, "space": DECODER_SPACES[decoder], **(auto or {})}
         self.candidates = {side: self._candidates(K, side) for side in ("enc", "dec")}
         self.lambda_setting = {"enc": lambda_enc, "dec": lambda_dec}
         self._E_candidates = None

@@ -32,8 +32,9 @@ class ManifoldGCC(GCC):
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",
-                 laplacian=0.0, pool_rows=None, auto=None):
-        super().__init__(N, K, kernel, lengthscale, lambda_enc, lambda_dec, auto=auto)
+                 laplacian=0.0, pool_rows=None, auto=None, decoder="auto"):
+        super().__init__(N, K, kernel, lengthscale, lambda_enc, lambda_dec, auto=auto,
+                         decoder=decoder)
         self.neighbors, self.ordering, self.placement = neighbors, ordering, placement
         self.laplacian, self.pool_rows = laplacian, pool_rows
 
