@@ -1,6 +1,7 @@
 """The papers' claims beside our measurements: the table of docs/claims.md.
 
     python benchmarks/claims.py [--only NAME ...] [--small] [--trials T] [--json]
+                                [--decoder beta|auto|input]
 
 Each claim has its job in jobs/claims/; it is run as a user runs it (``python -m gcc_mpi
 simulate JOB -o FILE``, with the claim's --set overrides), the file is read with gcc_mpi's reading
@@ -15,6 +16,9 @@ one line per scheme gives the figure, its 95% interval and the verdict:
   interval of it over the paired trials; it holds when every interval lies below 0;
 - ApproxIFER's setting (``Relacc``): each scheme's relative accuracy with a 95% bootstrap
   interval, at K = 8, 10, 12 with N = K + 1 and one straggler, beside the published figures.
+The jobs measure the schemes as published: gcc's and gcc-manifold's decoder along beta
+(``code.<scheme>.decoder = "beta"``); ``--decoder auto`` measures our default decoder (the input
+space, gcc.py) on the same jobs and trials instead. Every line names the decoder it measured.
 ``--small`` runs every job at the test's size (tests/test_claims.py): a few trials, the sweep cut
 to its ends; ``--json`` prints the lines as a JSON array (claim, scheme, figure, holds, values),
 which the test reads. The verdicts of the full run are docs/claims.md's.
@@ -74,9 +78,10 @@ class Line:
     figure: str
     holds: bool
     values: dict = field(default_factory=dict)  # what the test checks (slope, differences...)
+    decoder: str = "beta"  # gcc's and gcc-manifold's (code.<scheme>.decoder)
 
     def text(self):
-        return f"{self.claim:22s} {self.scheme:14s} {self.figure:58s} " + (
+        return f"{self.claim:20s} {self.scheme:19s} {self.decoder:5s} {self.figure:58s} " + (
             "holds" if self.holds else "does NOT hold")
 
 
@@ -220,19 +225,25 @@ CLAIMS = [
 ]
 
 
-def run(claim, tmp, small=False, trials=None):
-    """The claim's lines, its job run at full size or at the test's (``small``)."""
+def run(claim, tmp, small=False, trials=None, decoder="beta"):
+    """The claim's lines, its job run at full size or at the test's (``small``), gcc's and
+    gcc-manifold's decoder set to ``decoder``."""
     if isinstance(claim, Relacc) and small:
         trials = claim.small_trials
     sets = [f"job.trials={trials}"] if trials else []
+    sets += [f"code.{s}.decoder={decoder}" for s in ("gcc", "gcc-manifold")]
     if isinstance(claim, Relacc):
         by_k = {K: simulate(claim.job, [*sets, *claim.sets(K)], tmp, f"{claim.name}-{K}")
                 for K in claim.published}
-        return claim.lines(by_k)
-    if small:
-        key = claim.key if hasattr(claim, "key") else "stragglers.count"
-        sets.append(f"sweep.{key}={claim.small}")
-    return claim.lines(simulate(claim.job, sets, tmp, claim.name))
+        lines = claim.lines(by_k)
+    else:
+        if small:
+            key = claim.key if hasattr(claim, "key") else "stragglers.count"
+            sets.append(f"sweep.{key}={claim.small}")
+        lines = claim.lines(simulate(claim.job, sets, tmp, claim.name))
+    for line in lines:
+        line.decoder = decoder
+    return lines
 
 
 def main():
@@ -241,6 +252,8 @@ def main():
     ap.add_argument("--small", action="store_true", help="the test's size")
     ap.add_argument("--trials", type=int, help="trials per point instead of the job's")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--decoder", choices=["beta", "auto", "input"], default="beta",
+                    help="gcc's and gcc-manifold's decoder (default: beta, as published)")
     args = ap.parse_args()
     trials = args.trials or (10 if args.small else None)
     lines = []
@@ -248,13 +261,14 @@ def main():
         for claim in CLAIMS:
             if args.only and claim.name not in args.only:
                 continue
-            for line in run(claim, tmp, args.small, trials):
+            for line in run(claim, tmp, args.small, trials, args.decoder):
                 lines.append(line)
                 if not args.json:
                     print(line.text(), flush=True)
     if args.json:
-        print(json.dumps([{"claim": x.claim, "scheme": x.scheme, "figure": x.figure,
-                           "holds": bool(x.holds), "values": _plain(x.values)} for x in lines]))
+        print(json.dumps([{"claim": x.claim, "scheme": x.scheme, "decoder": x.decoder,
+                           "figure": x.figure, "holds": bool(x.holds), "values": _plain(x.values)}
+                          for x in lines]))
 
 
 def _plain(v):
