@@ -160,6 +160,20 @@ def resolve(sets, paths):
     return out
 
 
+def each_case(groups, tmp, only=None, trials=30):
+    """(name, job, sets, trials) of every case of ``groups`` ({title: cases}) whose name starts
+    with one of ``only``, the user files written under ``tmp``; each group's title printed first.
+    scale-n runs at most 20 trials (a trial decodes 1024 results)."""
+    paths = user_files(tmp)
+    for title, cases in groups.items():
+        print(f"\n=== {title}")
+        for name, (job, sets) in cases.items():
+            if only and not any(name.startswith(o) for o in only):
+                continue
+            yield name, job, resolve(sets, paths), min(trials, 20) if name.startswith(
+                "scale-n") else trials
+
+
 def setup_of(job, sets):
     """(PointSetup, point index) of a shipped job, or of the embedded default job ("default",
     code.workers among the sets: as `mpiexec -n R` with R - 1 workers, K and S fitted to N)."""

@@ -23,7 +23,7 @@ import argparse
 import tempfile
 
 import numpy as np
-from cases import GROUPS, SHIPPED, TUNING, resolve, setup_of, user_files
+from cases import GROUPS, SHIPPED, TUNING, each_case, setup_of
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
@@ -130,16 +130,10 @@ def main():
     ap.add_argument("--only", nargs="+", help="cases whose name starts with one of these")
     ap.add_argument("--criteria", action="store_true")
     args = ap.parse_args()
+    criteria = {name for cases in (SHIPPED, TUNING) for name in cases} if args.criteria else ()
     with tempfile.TemporaryDirectory() as tmp:
-        paths = user_files(tmp)
-        for title, cases in GROUPS.items():
-            print(f"\n=== {title}")
-            for name, (job, sets) in cases.items():
-                if args.only and not any(name.startswith(o) for o in args.only):
-                    continue
-                sets = resolve(sets, paths)
-                trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
-                case(name, job, sets, trials, args.criteria and cases in (SHIPPED, TUNING))
+        for name, job, sets, trials in each_case(GROUPS, tmp, args.only, args.trials):
+            case(name, job, sets, trials, name in criteria)
     print("\n" + summary(GAPS))
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import dropped
 import numpy as np
 from cases import (GROUPS, HELD_OUT, HELD_OUT_3, HELD_OUT_29, HELD_OUT_29B, MINIMAL, RELU,
-                   SHIPPED, TUNING, resolve, setup_of, user_files)
+                   SHIPPED, TUNING, each_case, setup_of)
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.simulate import simulate_scheme
@@ -232,15 +232,8 @@ def main():
         groups["own workloads, held out (issue 29, second set)"] = HELD_OUT_29B
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        paths = user_files(tmp)
-        for title, cases in groups.items():
-            print(f"\n=== {title}")
-            for name, (job, sets) in cases.items():
-                if args.only and not any(name.startswith(o) for o in args.only):
-                    continue
-                trials = min(args.trials, 20) if name.startswith("scale-n") else args.trials
-                run_case(name, job, resolve(sets, paths), args.variants, trials, args.schemes,
-                         rows, args.baseline)
+        for name, job, sets, trials in each_case(groups, tmp, args.only, args.trials):
+            run_case(name, job, sets, args.variants, trials, args.schemes, rows, args.baseline)
     print()
     for v in args.variants:
         print(verdict(v, rows))
