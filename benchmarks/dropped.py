@@ -1,5 +1,6 @@
-"""Rules measured for issue 29 and not kept (benchmarks/variants.py runs them; the figures are
-in docs/science.md): each is a mixin over GCC's decoder, so the codes keep only what is used."""
+"""Rules tried for issue 29 and not made defaults (benchmarks/variants.py runs them; what was
+measured of them is in docs/science.md, "The decoder in the input space"): each is a mixin over
+GCC's decoder, so the codes keep only what is used."""
 
 import numpy as np
 
