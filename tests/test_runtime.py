@@ -17,7 +17,7 @@ from gcc_mpi.config import load_job, parse_job
 from gcc_mpi.results import read_results
 from gcc_mpi.runtime import protocol as P
 from gcc_mpi.runtime.mpi import Backoff, launcher_rank, resolve_wait
-from gcc_mpi.trial import PointSetup, decode_and_score
+from gcc_mpi.trial import PointSetup, decode_and_score, timed_encode
 
 # N = ranks - 1 = 4 under -n 5; fixed stragglers 2 s late (a STOP at the deadline cuts that
 # short) and a deadline of 1 s make every received set unambiguous, even for a busy-waiting run
@@ -51,9 +51,16 @@ deadline = 1.0
 """
 
 
+# nmse of MPI against simulate, relative. A worker computes f row by row, simulate on the whole
+# batch: the results differ in their last bit (4e-16 on tests/test_pipeline.py's job), which
+# gcc's decoder in the input space, interpolating near the lambda floor, amplifies to 3e-8 of the
+# nmse (along beta 5e-11). A result of another trial or worker changes it by far more.
+NMSE_RTOL = 1e-7
+
+
 def assert_same_as_simulate(run, sim):
-    """Identical used sets, delays and failures; nmse equal to 1e-9 relative (exact schemes:
-    both at round-off, ~1e-30)."""
+    """Identical used sets, delays and failures; nmse equal to NMSE_RTOL relative (exact
+    schemes: both at round-off, ~1e-30)."""
     assert [p.params for p in run.points] == [p.params for p in sim.points]
     for p_run, p_sim in zip(run.points, sim.points):
         assert list(p_run.schemes) == list(p_sim.schemes)
@@ -64,8 +71,8 @@ def assert_same_as_simulate(run, sim):
             assert np.array_equal(r["used"], s["used"]), where
             assert np.array_equal(r["failed"], s["failed"]), where
             ok = ~r["failed"]
-            np.testing.assert_allclose(r["nmse"][ok], s["nmse"][ok], rtol=1e-9, atol=1e-20,
-                                       err_msg=where)
+            np.testing.assert_allclose(r["nmse"][ok], s["nmse"][ok], rtol=NMSE_RTOL,
+                                       atol=1e-20, err_msg=where)
 
 
 def check_contract(res, workers, trials):
@@ -215,12 +222,12 @@ def check_late_results_unused(tmp_path):
     for t in range(2):
         X, Y_true, _ = setup.inputs(0, t)
         for name, code_ in setup.codes.items():
-            X_coded, info = code_.encode(X)
+            X_coded, encoded = timed_encode(code_, X)  # alpha, and the inputs gcc decodes with
             received = np.flatnonzero(d[name]["used"][t])
             rec = decode_and_score(code_, received, setup.target(X_coded[received]), Y_true,
-                                   False, info.get("alpha"))
-            np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=1e-9, atol=1e-20,
-                                       err_msg=f"trial {t}, {name}")
+                                   False, encoded)
+            np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=NMSE_RTOL,
+                                       atol=1e-20, err_msg=f"trial {t}, {name}")
 
 
 BOOM_F = '''

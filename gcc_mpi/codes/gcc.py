@@ -22,7 +22,8 @@ where the results lie close along the curve and z can win (polynomials at N = 16
 spaces begin their walks and the better by leave-one-out walks on and answers. "beta" is the
 papers' decoder, the regression along z (the curve parameter beta) alone; "input" the input
 space at every redundancy. The input space needs the "auto" lengthscale (it has lengthscales of
-its own): a fixed lengthscale or a lengthscale-free kernel decodes along z whatever "decoder" says.
+its own): a fixed lengthscale, a lengthscale-free kernel or a batch of one input decodes along z whatever
+"decoder" says.
 """
 
 import numpy as np
@@ -42,7 +43,7 @@ from .windowed_lengthscale import WindowedLengthscaleSmoother
 ENC_MAX = 1.0
 # Results per input from which the "auto" decoder compares the input space with z (see above).
 DENSE = 4
-# The "decoder" option: where the decoder fits (AUTO["space"]): "x" the input space, "z" beta
+# The "decoder" option: where the decoder fits (auto["space"]): "x" the input space, "z" beta
 DECODER_SPACES = {"auto": "auto", "input": "x", "beta": "z"}
 
 
@@ -53,8 +54,8 @@ def encoder_cap(K):
 
 class GCC(SmoothingCode):
     null_dim = 0
-    # "space": where the "auto" decoder fits: "auto" (DENSE), "x" (the input space), "z"
-    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5, "space": "auto"}
+    # the decoder's "space" (where it fits) comes from the "decoder" option: DECODER_SPACES
+    AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
                  lambda_dec="auto", alpha=None, auto=None, decoder="auto"):
@@ -65,9 +66,10 @@ class GCC(SmoothingCode):
         self.lambda_setting = {"enc": lambda_enc, "dec": lambda_dec}
         self._E_candidates = None
         # the input-space decoder needs the trial's inputs (trial.INPUTS); it has lengthscales
-        # of its own, so it is part of "auto" only
+        # of its own, so it is part of "auto" only; with one input the batch has no distances
+        # to scale them by (the default job at 4 and 5 ranks, K = 1: it lost 15-22 dB to beta)
         self.uses_inputs = (self.auto["space"] != "z" and lengthscale == "auto"
-                            and kernel not in LENGTHSCALE_FREE)
+                            and kernel not in LENGTHSCALE_FREE and K >= 2)
         super().__init__(N, K, KERNELS[kernel], lambda_enc, lambda_dec, alpha)
 
     def _candidates(self, K, side):
