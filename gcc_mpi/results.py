@@ -18,29 +18,33 @@ common length before a resumed run appends). Plain dtypes only (no compound type
 tool can read the file. This module never imports MPI: the caller (rank 0, or the simulator)
 owns the writer.
 
-Appends are buffered: ``append`` checks the rows at once (shapes, missing datasets) and keeps
-them in memory; they go into the file in one block per dataset — one resize and one write,
-whatever the number of appends — when the file is committed (or read back: ``trials_done``
-counts them, ``align`` writes them first). The MPI master appends one trial at a time, and 18
-h5py resizes and writes per trial and scheme would cost it half of its time per trial.
+Memory is bounded whatever the number of trials: ``append`` checks the rows at once (shapes,
+missing datasets) and keeps them until they reach PENDING_BYTES, then writes them into the file
+on disk in place — one resize and one write per dataset, whatever the number of appends (the MPI
+master appends a trial at a time, and 18 h5py calls per trial and scheme would cost it half of its
+time per trial). The writer holds those rows, HDF5's caches (CHUNK_CACHE per open dataset, the
+datasets of one sweep point open at a time) and the pages of the next commit (gcc_mpi.journal).
 
-Crash safety (SIGKILL, the out-of-memory killer, hydra ending the job): the writer keeps the
-file in memory (HDF5's core driver) and *commits* it by writing the buffered rows into it and a
-complete image to ``<file>.tmp`` and renaming that over the file — an atomic replace. So the
-file on disk is at every moment a whole, closed HDF5 file: the state of the last commit,
-readable by any tool while the job runs and after it is killed, never half-written (a full disk
-fails the commit and leaves the previous one). ``flush`` commits unless the last commit is
-younger than COMMIT_BUDGET times its own cost (at most ~5% of the run goes to commits: with
-files up to a few MB that is every trial or every few trials of the MPI master); ``close``
-always commits. A kill loses at most the trials since the last commit. The price is memory:
-rank 0 holds the whole file. No fsync: this protects against the death of the process, not of the
-machine.
+Crash safety (SIGKILL, the out-of-memory killer, a full disk): HDF5 writes through a
+``journal.CommittedFile``, whose file on disk changes only at a commit, and then as a whole (a
+small journal beside it finishes a commit a kill interrupted). So the file on disk is the state
+of the last commit, which opens with any HDF5 tool while the job runs and after it is killed, and
+``--resume`` continues it. ``flush`` commits once the last commit is COMMIT_SECONDS old (or the
+rows held reach PENDING_BYTES: ``due``); ``close`` always commits. A kill loses at most the trials
+since the last commit. A commit costs a few milliseconds whatever the file's size: it writes the
+rows since the last one and a few hundred KB of HDF5's own structures. Why this mechanism and not
+HDF5's SWMR mode or the whole-file rewrite it replaces: docs/reliability.md, "Crash safety".
 """
 
+import atexit
+import ctypes
+import errno
 import json
 import os
 import re
 import time
+from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -48,14 +52,32 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .errors import JobError
+from .errors import JobError, ResourceError
+from .journal import Busy, CommittedFile, journal_path, recover
 
 FORMAT = "gcc_mpi/1"
-_CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [16, 1024]
-COMMIT_BUDGET = 20        # flush commits once the last commit is older than 20x its cost
-_CORE = dict(driver="core", backing_store=False, block_size=1 << 20)  # the file lives in memory
+_CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
+COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old
+PENDING_BYTES = 4 << 20   # rows held before they are written into the file
+CHUNK_CACHE = 256 << 10   # HDF5's chunk cache per open dataset: the partly filled last chunk
+READ_BYTES = 8 << 20      # a reader's block of rows, about
 _STR = h5py.string_dtype("utf-8")
 _ATTR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _malloc_trim():
+    """glibc's malloc_trim, or None elsewhere. HDF5's long-lived allocations among the many
+    short-lived ones of a run keep freed memory inside the process (it grew by 150 MB over 10^6
+    trials of benchmarks/long_job.py's simulation at N = 40, while the memory in use did not);
+    each commit hands it back to the system."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
 
 
 def point_name(index):
@@ -80,13 +102,18 @@ def _as_storable(key, value):
     raise ValueError(f"rows[{key!r}] has dtype {a.dtype}; expected float, int, bool or str")
 
 
+def _nbytes(a):
+    return a.size * 16 if a.dtype == object else a.nbytes
+
+
 class ResultWriter:
     """Write one results file. Use as a context manager or call :meth:`close`.
 
     ``overwrite`` replaces an existing file; ``resume`` opens it for appending (it must be a
     gcc_mpi/1 file written for the identical resolved job; a missing file is simply created,
     so the same command works for the first run and a requeued one). Otherwise an existing
-    file is refused. ``complete`` is False until ``close(complete=True)``.
+    file is refused. ``complete`` is False until ``close(complete=True)``. A full disk while
+    writing raises ResourceError, the file kept at its last commit.
     """
 
     def __init__(self, path, *, config_toml: str, command: str, mpi: str,
@@ -104,42 +131,63 @@ class ResultWriter:
         except OSError as e:
             raise JobError("-o", f"cannot create the folder of {self.path}: "
                                  f"{e.strerror or e}") from None
-        self._datasets = {}  # (index, scheme) -> {name: h5py.Dataset}
+        self._datasets = {}  # (index, scheme) -> {name: h5py.Dataset}, of one point at a time
         self._shapes = {}    # (index, scheme) -> {name: per-trial shape}, file and buffer
         self._pending = {}   # (index, scheme) -> [(n, {name: array}), ...] not in the file yet
-        self._tmp = self.path + ".tmp"  # left behind only by a kill during a commit
-        if os.path.exists(self._tmp):
-            os.remove(self._tmp)
-        self._last_commit, self._commit_cost = time.monotonic(), 0.0
-        self._costs = []  # of the last commits (seconds), but the one creating the file
-        if resume and exists:
-            try:
-                self._f = h5py.File(self.path, "a", **_CORE)
-            except OSError as e:
-                raise JobError("--resume", f"cannot open {self.path} as HDF5 ({e})") from None
-            try:
-                self._check_resumable(config_toml)
-            except BaseException:
-                self._f.close()
-                raise
-            self._f.attrs["complete"] = False
-        else:
-            self._f = h5py.File(self.path, "w", track_order=True, **_CORE)
-            a = self._f.attrs
-            a["format"] = FORMAT
-            a["complete"] = False
-            a["config"] = config_toml
-            a["version"] = __version__
-            a["command"] = command
-            a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            a["mpi"] = mpi
+        self._pending_bytes = 0
+        self._last_commit = time.monotonic()
+        tmp = self.path + ".tmp"  # a new file is made here and renamed once whole
+        for leftover in (tmp, journal_path(tmp)):
+            if os.path.exists(leftover):
+                os.remove(leftover)
         try:
+            if resume and exists:
+                self._open_existing(config_toml)
+            else:
+                if exists:  # --overwrite: not under a writer that is still alive
+                    CommittedFile(self.path).close()
+                self._file = CommittedFile(tmp, create=True)
+                self._f = h5py.File(self._file, "w", track_order=True, rdcc_nbytes=CHUNK_CACHE)
+                a = self._f.attrs
+                a["format"] = FORMAT
+                a["complete"] = False
+                a["config"] = config_toml
+                a["version"] = __version__
+                a["command"] = command
+                a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                a["mpi"] = mpi
+            # a writer left open at exit is closed before h5py's own clean-up, which would call
+            # into the CommittedFile while the interpreter is finalising
+            atexit.register(self._abandon)
             self.commit()
+            if self._file.path != self.path:
+                os.replace(tmp, self.path)
+                self._file.path = self.path
+        except Busy as e:
+            raise JobError("-o", f"{e}; wait for it to end, or choose another -o") from None
+        except (OSError, ResourceError) as e:
+            self._abandon()
+            raise JobError("-o", f"cannot write {self.path}: {getattr(e, 'strerror', 0) or e}") \
+                from None
+
+    def _open_existing(self, config_toml):
+        try:
+            self._file = CommittedFile(self.path)
+        except Busy:
+            raise
         except OSError as e:
-            self._f.close()
-            raise JobError("-o", f"cannot write {self.path}: {e.strerror or e}") from None
-        self._costs.clear()  # creating the file is done once: the first trials commit at once
-        self._commit_cost = 0.0
+            raise JobError("--resume", f"cannot open {self.path} ({e.strerror or e})") from None
+        try:
+            self._f = h5py.File(self._file, "a", rdcc_nbytes=CHUNK_CACHE)
+        except OSError as e:
+            self._file.close()
+            raise JobError("--resume", f"cannot open {self.path} as HDF5 ({e})") from None
+        try:
+            self._check_resumable(config_toml)
+        except BaseException:
+            self._abandon()
+            raise
+        self._f.attrs["complete"] = False
 
     def _check_resumable(self, config_toml):
         fmt = self._f.attrs.get("format")
@@ -183,7 +231,11 @@ class ResultWriter:
 
     # -- points and rows -----------------------------------------------------------------
     def add_point(self, index: int, params: dict) -> None:
-        """Create group ``point_XXX`` with its parameters; a no-op if it exists with the same."""
+        """Create group ``point_XXX`` with its parameters; a no-op if it exists with the same.
+        The datasets of other points are closed (one point's are open at a time)."""
+        if any(i != index for i, _ in self._datasets):
+            self._write_pending()
+            self._datasets = {k: v for k, v in self._datasets.items() if k[0] == index}
         name = point_name(index)
         params_json = json.dumps(params, default=_py)  # numpy scalars -> Python
         if name in self._f:
@@ -215,7 +267,7 @@ class ResultWriter:
 
     def append(self, index: int, scheme: str, rows: dict) -> None:
         """Append n trials: every value in ``rows`` has leading axis n. Checked now, written
-        into the file at the next commit (see the module notes).
+        into the file once the rows held reach PENDING_BYTES or at the next commit.
 
         Every dataset already in the group (or in an earlier append) must be given. If an
         interrupted run left datasets of unequal length, all are cut back to the shortest
@@ -246,11 +298,18 @@ class ResultWriter:
         for k, a in arrays.items():
             shapes.setdefault(k, a.shape[1:])
         self._pending.setdefault(key, []).append((n, arrays))
+        self._pending_bytes += sum(_nbytes(a) for a in arrays.values())
+        if self._pending_bytes >= PENDING_BYTES:
+            self._write_pending()
 
     def _write_pending(self):
-        """Write the buffered rows into the (in-memory) file: one block per dataset. Returns
-        the seconds spent creating datasets (a scheme's first rows)."""
-        created = 0.0
+        """Write the held rows into the file: one block per dataset."""
+        with self._writing():
+            self._write_blocks()
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def _write_blocks(self):
         for (index, scheme), blocks in self._pending.items():
             cache = self._datasets.get((index, scheme))
             if cache is None:
@@ -267,19 +326,13 @@ class ResultWriter:
                 a = parts[0] if len(parts) == 1 else np.concatenate(parts)
                 d = cache.get(k)
                 if d is None:
-                    t0 = time.monotonic()
                     d = cache[k] = self._create(index, scheme, k, like, start)
-                    created += time.monotonic() - t0
                 _write_rows(d, start, a)
-        self._pending.clear()
-        return created
 
     def _create(self, index, scheme, key, a, length):
         g = self._group(index, scheme)
         dtype = _STR if a.dtype == object else a.dtype
-        row_bytes = max(1, int(np.prod(a.shape[1:], dtype=np.int64)) * (16 if a.dtype == object
-                                                                         else a.dtype.itemsize))
-        rows = int(np.clip(_CHUNK_BYTES // row_bytes, 16, 1024))
+        rows = int(np.clip(_CHUNK_BYTES // max(1, _nbytes(a[:1])), 1, 1024))
         fill = {"f": np.nan, "b": False, "i": 0}.get(a.dtype.kind)
         kw = {} if fill is None else {"fillvalue": fill}
         # a dataset first seen after some trials were written is back-filled (NaN/False/0/"")
@@ -300,14 +353,14 @@ class ResultWriter:
             for d in g.values():
                 if d.shape[0] > n:
                     d.resize(n, axis=0)
-            if "trial" in g and not np.array_equal(g["trial"][:n], np.arange(n)):
+            if "trial" in g and not _counts_up(g["trial"], n):
                 raise JobError("--resume", f"{self.path}: {pname}/{scheme} does not hold trials "
                                            f"0..{n - 1} in order; it was not written by one job")
         return n
 
     def trials_done(self, index: int, scheme: str) -> int:
         """Trials recorded for this point and scheme (0 if none): the shortest dataset length
-        in the file, plus the rows appended since the last commit."""
+        in the file, plus the rows held since."""
         buffered = sum(n for n, _ in self._pending.get((index, scheme), ()))
         pname = point_name(index)
         if pname not in self._f or scheme not in self._f[pname]:
@@ -317,56 +370,108 @@ class ResultWriter:
 
     # -- lifetime -------------------------------------------------------------------------
     def due(self) -> bool:
-        """Whether ``flush`` would commit now: the last commit is at least COMMIT_BUDGET times
-        its cost old. A caller that buffers rows itself appends them when a commit is due."""
-        return time.monotonic() - self._last_commit >= COMMIT_BUDGET * self._commit_cost
+        """Whether ``flush`` would commit now: the last commit is COMMIT_SECONDS old, or the
+        rows held reach PENDING_BYTES. A caller that buffers rows itself appends them when a
+        commit is due."""
+        return (time.monotonic() - self._last_commit >= COMMIT_SECONDS
+                or self._pending_bytes >= PENDING_BYTES)
 
     def flush(self, force: bool = False) -> None:
-        """Commit the file to disk (see the module notes) unless the last commit is younger
-        than COMMIT_BUDGET times its cost; ``force``: commit now."""
+        """Commit the file to disk (see the module notes) if one is due; ``force``: now."""
         if force or self.due():
             self.commit()
 
     def commit(self) -> None:
-        """Replace the file on disk, atomically, by the writer's current state (buffered rows
-        included)."""
-        t0 = time.monotonic()
-        created = self._write_pending()
-        self._f.flush()
-        image = self._f.id.get_file_image()
-        with open(self._tmp, "wb") as out:
-            out.write(image)
-        os.replace(self._tmp, self.path)
+        """Make the file on disk hold every row appended so far, as one step (see the module
+        notes). ResourceError on a full disk, the file kept at its last commit."""
+        self._write_pending()
+        with self._writing():
+            self._f.flush()
+        try:
+            self._file.commit()
+        except OSError as e:
+            self._file.broken = self._file.broken or e
+            self._check_file()
+        if _TRIM is not None:
+            _TRIM(0)
         self._last_commit = time.monotonic()
-        # creating datasets is done once, not per commit: it must not space the next ones out;
-        # and one commit slowed down by other load (the smaller of the last two) neither
-        self._costs = [*self._costs[-1:], self._last_commit - t0 - created]
-        self._commit_cost = min(self._costs)
+
+    @contextmanager
+    def _writing(self):
+        """Around HDF5 calls that write: what broke the file's writing (a full disk, memory)
+        is raised once the call is over, in place of the error HDF5 made of it."""
+        try:
+            yield
+        except Exception:
+            self._check_file()
+            raise
+        self._check_file()
+
+    def _check_file(self):
+        """Raise what broke the file's writing (a full disk, memory) once HDF5's call is over."""
+        e = self._file.broken
+        if e is None:
+            return
+        if isinstance(e, OSError):
+            again = ", and --resume continues it once there is space" if e.errno in _FULL else ""
+            raise ResourceError(f"cannot write {self.path}: {e.strerror or e}; it holds its "
+                                f"last commit{again}") from None
+        raise e
 
     def close(self, complete: bool) -> None:
         """Set attr ``complete``, commit and close the file. Closing twice is a no-op."""
-        if not self._f:
+        if self._f is None:
             return
         try:
             self._f.attrs["complete"] = bool(complete)
             self.commit()
         finally:
-            self._f.close()
-            self._datasets.clear()
-            self._pending.clear()
+            self._abandon()
+
+    def _abandon(self):
+        """Close without committing: the file on disk keeps its last commit."""
+        f, self._f = getattr(self, "_f", None), None
+        atexit.unregister(self._abandon)
+        self._datasets.clear()
+        self._pending.clear()
+        try:
+            if f is not None:
+                f.close()  # after an error, CommittedFile drops what HDF5 still writes
+        except (OSError, RuntimeError, ValueError):
+            pass
+        finally:
+            if getattr(self, "_file", None) is not None:
+                self._file.close()
 
     @property
     def closed(self) -> bool:
-        return not self._f
+        return self._f is None
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
         """Leaving the block normally marks the file complete (unless already closed);
-        leaving by an exception (including Ctrl-C) marks it incomplete."""
-        self.close(complete=exc_type is None)
+        leaving by an exception (including Ctrl-C) marks it incomplete — and if that last
+        commit fails too (no memory, no disk), the file keeps the one before and the first
+        error is the one raised."""
+        if exc_type is None:
+            self.close(complete=True)
+            return False
+        try:
+            self.close(complete=False)
+        except (OSError, MemoryError, ResourceError):
+            pass
         return False
+
+
+def _counts_up(d, n, block=1 << 20):
+    """Whether dataset ``d`` holds 0, 1, ..., n - 1 (read a block at a time)."""
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        if not np.array_equal(d[start:stop], np.arange(start, stop)):
+            return False
+    return True
 
 
 def _write_rows(d, start, a):
@@ -402,11 +507,155 @@ def _resumable_config(toml_text):
 
 
 # -- reading ---------------------------------------------------------------------------------
+def _py(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+class _ThroughJournal(h5py.File):
+    """A file read through the journal of a commit that is not in it yet (journal.recover)."""
+
+    def __init__(self, path, journal):
+        self._source = CommittedFile(path, reader=journal)
+        super().__init__(self._source, "r")
+
+    def close(self):
+        super().close()
+        self._source.close()
+
+
+def open_results(path):
+    """A results file opened read-only, after checking that it exists, is HDF5 and is ours
+    (JobError naming the path otherwise), and finishing a commit a kill interrupted. The caller
+    closes it (``with open_results(p) as f``)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise JobError(path, "no such file")
+    if os.path.isdir(path):
+        raise JobError(path, "is a folder, not a results file")
+    try:
+        journal = recover(path)
+        f = _ThroughJournal(path, journal) if journal else h5py.File(path, "r", locking=False)
+    except OSError as e:
+        raise JobError(path, f"not a readable HDF5 file ({e})") from None
+    fmt = _py(f.attrs.get("format"))
+    if fmt != FORMAT:
+        f.close()
+        raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected {FORMAT!r})")
+    return f
+
+
+@dataclass
+class PointInfo:
+    index: int
+    params: dict
+    schemes: list  # names, in the file's order
+
+
+class ResultsFile:
+    """A results file open for reading, a (point, scheme) at a time and that in blocks of
+    trials, so memory does not grow with the file. A context manager.
+
+    ``attrs`` (root attributes), ``points`` (PointInfo, by index), ``config_toml``,
+    ``complete``; ``trials``, ``names``, ``blocks`` and ``read`` of one (point, scheme)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._f = open_results(self.path)
+        self.attrs = {k: _py(v) for k, v in self._f.attrs.items()}
+        self.points = []
+        for name, g in self._f.items():
+            if isinstance(g, h5py.Group) and name.startswith("point_"):
+                self.points.append(PointInfo(int(g.attrs["index"]),
+                                             json.loads(g.attrs.get("params_json", "{}")),
+                                             [s for s, sg in g.items()
+                                              if isinstance(sg, h5py.Group)]))
+        self.points.sort(key=lambda p: p.index)
+
+    @property
+    def config_toml(self) -> str:
+        return self.attrs.get("config", "")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.attrs.get("complete", False))
+
+    def _datasets(self, index, scheme):
+        g = self._f[point_name(index)][scheme]
+        return {k: d for k, d in g.items() if isinstance(d, h5py.Dataset)}
+
+    def names(self, index, scheme):
+        return list(self._datasets(index, scheme))
+
+    def trials(self, index, scheme) -> int:
+        """The trials every dataset holds (a half-written last block is not counted)."""
+        return min((d.shape[0] for d in self._datasets(index, scheme).values()), default=0)
+
+    def blocks(self, index, scheme, names=None, rows=None):
+        """Consecutive blocks of trials of one (point, scheme): dicts {name: array} (strings as
+        str) of about READ_BYTES together (``rows`` trials, if given), in trial order."""
+        datasets = self._datasets(index, scheme)
+        if names is not None:
+            datasets = {k: datasets[k] for k in names if k in datasets}
+        n = self.trials(index, scheme)
+        if rows is None:
+            row_bytes = sum(int(np.prod(d.shape[1:], dtype=np.int64)) * d.dtype.itemsize
+                            for d in datasets.values())
+            rows = max(1, READ_BYTES // max(row_bytes, 1))
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            yield {k: _read(d, start, stop) for k, d in datasets.items()}
+
+    def read(self, index, scheme, names=None) -> dict:
+        """A whole (point, scheme) as arrays: for small files (and tests)."""
+        n = self.trials(index, scheme)
+        datasets = self._datasets(index, scheme)
+        return {k: _read(d, 0, n) for k, d in datasets.items() if names is None or k in names}
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _read(d, start, stop):
+    return d.asstr()[start:stop] if h5py.check_string_dtype(d.dtype) else d[start:stop]
+
+
+class _Schemes(Mapping):
+    """A point's schemes of a Results: each read from the file whole when asked for."""
+
+    def __init__(self, path, index, names):
+        self._path, self._index, self._names = path, index, names
+
+    def __getitem__(self, scheme):
+        if scheme not in self._names:
+            raise KeyError(scheme)
+        with ResultsFile(self._path) as f:
+            return f.read(self._index, scheme)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+
 @dataclass
 class PointResult:
     index: int
     params: dict
-    schemes: dict = field(default_factory=dict)  # scheme -> {dataset name: np.ndarray}
+    schemes: Mapping = field(default_factory=dict)  # scheme -> {dataset name: np.ndarray}
 
 
 @dataclass
@@ -424,55 +673,11 @@ class Results:
         return bool(self.attrs.get("complete", False))
 
 
-def _py(v):
-    if isinstance(v, bytes):
-        return v.decode()
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return v
-
-
-def _read_scheme(g):
-    data = {}
-    for k, d in g.items():
-        data[k] = d.asstr()[()] if h5py.check_string_dtype(d.dtype) else d[()]
-    n = min((a.shape[0] for a in data.values()), default=0)
-    return {k: a[:n] for k, a in data.items()}  # cut a half-written last block
-
-
-def open_results(path):
-    """A results file opened read-only, after checking that it exists, is HDF5 and is ours
-    (JobError naming the path otherwise). The caller closes it (``with open_results(p) as f``)."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise JobError(path, "no such file")
-    if os.path.isdir(path):
-        raise JobError(path, "is a folder, not a results file")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise JobError(path, f"not a readable HDF5 file ({e})") from None
-    fmt = _py(f.attrs.get("format"))
-    if fmt != FORMAT:
-        f.close()
-        raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected {FORMAT!r})")
-    return f
-
-
 def read_results(path) -> Results:
-    """Read a whole results file into memory. Raises JobError if it is missing or not ours."""
-    path = os.fspath(path)
-    with open_results(path) as f:
-        attrs = {k: _py(v) for k, v in f.attrs.items()}
-        points = []
-        for name, g in f.items():
-            if not (isinstance(g, h5py.Group) and name.startswith("point_")):
-                continue
-            p = PointResult(int(g.attrs["index"]), json.loads(g.attrs.get("params_json", "{}")))
-            for scheme, sg in g.items():
-                p.schemes[scheme] = _read_scheme(sg)
-            points.append(p)
-    points.sort(key=lambda p: p.index)
-    return Results(path, attrs, points)
+    """A results file's attributes and points; each scheme's datasets are read whole when
+    asked for (``points[i].schemes[name]``): for small files and tests. What must hold for any
+    size reads a ResultsFile block by block. Raises JobError if it is missing or not ours."""
+    with ResultsFile(path) as f:
+        points = [PointResult(p.index, p.params, _Schemes(f.path, p.index, p.schemes))
+                  for p in f.points]
+        return Results(f.path, f.attrs, points)
