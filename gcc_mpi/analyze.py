@@ -31,7 +31,8 @@ from . import comparison
 from .errors import JobError
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
-from .results import Results, read_results
+from .quantiles import Column, order_statistics, percentiles
+from .results import Results, ResultsFile, read_results
 from .tables import aligned, format_param
 
 ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost"}  # codes of dataset error
@@ -50,31 +51,22 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
-def _mean(a):
-    return _num(np.mean(a)) if a.size else None
-
-
-def _pct(a, q):
-    a = a[np.isfinite(a)]
-    return _num(np.percentile(a, q)) if a.size else None
-
-
-def _ci95(a):
-    """Half-width of the 95 % interval of the mean of ``a`` (finite values), None below two."""
-    a = a[np.isfinite(a)]
-    return _num(Z95 * np.std(a, ddof=1) / math.sqrt(a.size)) if a.size >= 2 else None
-
-
 def quantile_ci95(a, q):
-    """(lo, hi): the distribution-free 95 % interval of the q-quantile of ``a`` (finite values)
-    from its order statistics; an end that the sample cannot bound (too few values) is None."""
-    a = np.sort(a[np.isfinite(a)])
-    n = a.size
+    """(lo, hi): the distribution-free 95 % interval of the q-quantile of ``a`` (an array or a
+    quantiles.Column of finite values; an array's non-finite ones are dropped) from its order
+    statistics; an end that the sample cannot bound (too few values) is None."""
+    if not isinstance(a, Column):
+        column = Column()
+        column.add(a[np.isfinite(a)])
+        a = column
+    n = len(a)
     if n < 2:
         return None, None
     lo = binomial_ppf(0.025, n, q)       # ranks from 1: x_(lo) and x_(hi)
     hi = binomial_ppf(0.975, n, q) + 1
-    return (_num(a[lo - 1]) if lo >= 1 else None), (_num(a[hi - 1]) if hi <= n else None)
+    wanted = [r for r in (lo, hi) if 1 <= r <= n]
+    values = dict(zip(wanted, order_statistics(a, [r - 1 for r in wanted])))
+    return _num(values.get(lo)), _num(values.get(hi))
 
 
 def binomial_ppf(level, n, q):
@@ -90,6 +82,36 @@ def binomial_ppf(level, n, q):
     return n - m - 1
 
 
+class Moments:
+    """Count, mean and sum of squared deviations of values added a block at a time (Chan et
+    al.'s combination), for a mean and its 95 % interval in bounded memory."""
+
+    def __init__(self):
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def add(self, values):
+        n = int(values.size)
+        if not n:
+            return
+        mean = float(np.mean(values))
+        m2 = float(np.sum((values - mean) ** 2))
+        if self.n:
+            total = self.n + n
+            delta = mean - self.mean
+            mean = self.mean + delta * n / total
+            m2 = self.m2 + m2 + delta**2 * self.n * n / total
+        self.n, self.mean, self.m2 = self.n + n, mean, m2
+
+    def std_error(self):
+        """The standard error of the mean (sample std / sqrt(n)); None below two values."""
+        return math.sqrt(self.m2 / (self.n - 1)) / math.sqrt(self.n) if self.n >= 2 else None
+
+    def ci95(self):
+        """Half-width of the 95 % interval of the mean, None below two values."""
+        se = self.std_error()
+        return None if se is None else _num(Z95 * se)
+
+
 def overhead(d):
     """Per-trial overhead (s): decode finished minus arrival of the last result used, both
     measured from scatter start, i.e. (t_scatter + t_wait + t_decode) - max(arrival[used])."""
@@ -99,52 +121,113 @@ def overhead(d):
     return d["t_scatter"] + d["t_wait"] + d["t_decode"] - last
 
 
+class SchemeStats:
+    """The statistics of one scheme's trials (a row of ``summarize``), from its datasets added
+    a block of trials at a time (``add``: a dict of arrays along the trial axis), so that memory
+    does not grow with the trials: sums and moments, and the values the percentiles and p99's
+    interval need in ``quantiles.Column``s. A single block gives numpy's own percentiles."""
+
+    def __init__(self):
+        self.trials = self.failed = 0
+        self.moments = {k: Moments() for k in ("nmse", "relacc", "latency")}
+        self.sums = {"mse": 0.0, "relacc": 0.0}
+        self.keys = set()             # datasets seen (relacc, lengthscales)
+        self.has_overhead = False     # every dataset the overhead needs was seen
+        self.columns = {k: Column() for k in ("latency", "overhead", "lengthscale_enc",
+                                              "lengthscale_dec")}
+        self.erasures = dict.fromkeys(ERASURE_KINDS.values(), 0)
+        self.lost = None              # per worker: its rank died in some trial
+
+    @property
+    def ok(self):
+        """Trials that did not fail."""
+        return self.moments["nmse"].n
+
+    def add(self, d):
+        trials = min((a.shape[0] for a in d.values()), default=0)
+        failed = d["failed"].astype(bool) if "failed" in d else np.zeros(trials, bool)
+        ok = ~failed
+        self.trials += int(trials)
+        self.failed += int(failed.sum())
+        self.keys |= set(d)
+        self._erasures(d)
+        if not ok.any():
+            return
+        self.moments["nmse"].add(d["nmse"][ok])
+        self.sums["mse"] += float(np.sum(d["mse"][ok]))
+        if "relacc" in d:
+            relacc = d["relacc"][ok]
+            self.sums["relacc"] += float(np.sum(relacc))
+            self.moments["relacc"].add(relacc[np.isfinite(relacc)])
+        if "latency" in d:
+            latency = d["latency"][ok]
+            self.moments["latency"].add(latency[np.isfinite(latency)])
+        for k in ("latency", "lengthscale_enc", "lengthscale_dec"):
+            if k in d:
+                self._keep(k, d[k][ok])
+        if all(k in d for k in ("used", "arrival", "t_scatter", "t_wait", "t_decode")):
+            self.has_overhead = True
+            self._keep("overhead", overhead(d)[ok])
+
+    def _keep(self, key, values):
+        self.columns[key].add(values[np.isfinite(values)])
+
+    def _erasures(self, d):
+        error = d.get("error")
+        if error is None or error.ndim != 2:
+            return
+        for code, name in ERASURE_KINDS.items():
+            self.erasures[name] += int(np.count_nonzero(error == code))
+        lost = (error == 4).any(axis=0)
+        self.lost = lost if self.lost is None else self.lost | lost
+
+    def row(self) -> dict:
+        row = dict.fromkeys(_STATS)
+        row.update(trials=self.trials, trials_failed=self.failed, erasures=dict(self.erasures),
+                   workers_lost=0 if self.lost is None else int(np.count_nonzero(self.lost)))
+        if self.ok == 0:
+            return row
+        nmse = self.moments["nmse"]
+        m = nmse.mean
+        row["mse"] = _num(self.sums["mse"] / self.ok)
+        row["nmse"] = _num(m)
+        if math.isfinite(m) and m > 0 and self.ok >= 2:
+            row["mse_db_ci95"] = _num(Z95 * 10 / math.log(10) * nmse.std_error() / m)
+        if math.isfinite(m) and m > 0:
+            row["mse_db"] = 10 * math.log10(m)
+        if "relacc" in self.keys:
+            row["relacc"] = _num(self.sums["relacc"] / self.ok)
+            if row["relacc"] is not None:
+                row["relacc_ci95"] = self.moments["relacc"].ci95()
+        latency = self.columns["latency"]
+        row["latency_p50"], row["latency_p99"] = percentiles(latency, (50, 99))
+        if self.moments["latency"].n:
+            row["latency_mean"] = _num(self.moments["latency"].mean)
+            row["latency_mean_ci95"] = self.moments["latency"].ci95()
+        row["latency_p99_lo"], row["latency_p99_hi"] = quantile_ci95(latency, 0.99)
+        if self.has_overhead:
+            row["overhead_p50"] = percentiles(self.columns["overhead"], (50,))[0]
+        for side in ("enc", "dec"):  # None for schemes without one, and files from before the field
+            if f"lengthscale_{side}" in self.keys:
+                row[f"lengthscale_{side}_median"] = percentiles(
+                    self.columns[f"lengthscale_{side}"], (50,))[0]
+        for column in self.columns.values():
+            column.close()
+        return row
+
+
 def summarize_scheme(d) -> dict:
     """Statistics of one scheme's datasets (a dict of arrays along the trial axis)."""
-    trials = min((a.shape[0] for a in d.values()), default=0)
-    failed = d["failed"].astype(bool) if "failed" in d else np.zeros(trials, bool)
-    ok = ~failed
-    n_ok = int(ok.sum())
-    row = dict.fromkeys(_STATS)
-    row.update(trials=int(trials), trials_failed=int(failed.sum()))
-    row.update(erasure_counts(d))
-    if n_ok == 0:
-        return row
-    nmse = d["nmse"][ok]
-    m = float(np.mean(nmse))
-    row["mse"] = _mean(d["mse"][ok])
-    row["nmse"] = _num(m)
-    if math.isfinite(m) and m > 0:
-        row["mse_db"] = 10 * math.log10(m)
-        if n_ok >= 2:
-            se = float(np.std(nmse, ddof=1)) / math.sqrt(n_ok)
-            row["mse_db_ci95"] = _num(1.96 * 10 / math.log(10) * se / m)
-    if "relacc" in d:
-        row["relacc"] = _mean(d["relacc"][ok])
-        if row["relacc"] is not None:
-            row["relacc_ci95"] = _ci95(d["relacc"][ok])
-    latency = d["latency"][ok]
-    row["latency_p50"] = _pct(latency, 50)
-    row["latency_p99"] = _pct(latency, 99)
-    finite = latency[np.isfinite(latency)]
-    row["latency_mean"] = _mean(finite)
-    row["latency_mean_ci95"] = _ci95(finite)
-    row["latency_p99_lo"], row["latency_p99_hi"] = quantile_ci95(finite, 0.99)
-    if all(k in d for k in ("used", "arrival", "t_scatter", "t_wait", "t_decode")):
-        row["overhead_p50"] = _pct(overhead(d)[ok], 50)
-    for side in ("enc", "dec"):  # None for schemes without one, and files from before the field
-        if f"lengthscale_{side}" in d:
-            row[f"lengthscale_{side}_median"] = _pct(d[f"lengthscale_{side}"][ok], 50)
-    return row
+    stats = SchemeStats()
+    stats.add(d)
+    return stats.row()
 
 
 def erasure_counts(d) -> dict:
     """``erasures``: {kind: worker results erased} over all trials (dataset ``error``: 1 raised,
     2 nonfinite, 3 shape, 4 lost), and ``workers_lost``: how many workers' ranks died."""
-    error = np.asarray(d.get("error", np.zeros((0, 0), np.int8)))
-    counts = {name: int(np.count_nonzero(error == code)) for code, name in ERASURE_KINDS.items()}
-    lost = int(np.count_nonzero((error == 4).any(axis=0))) if error.ndim == 2 else 0
-    return {"erasures": counts, "workers_lost": lost}
+    row = summarize_scheme({k: d[k] for k in ("error",) if k in d})
+    return {"erasures": row["erasures"], "workers_lost": row["workers_lost"]}
 
 
 def _erasure_text(r):
@@ -154,15 +237,29 @@ def _erasure_text(r):
     return ", ".join(shown) or "-"
 
 
+# the datasets the statistics read (not delay, alpha or the strings)
+STAT_DATASETS = ("failed", "nmse", "mse", "relacc", "latency", "used", "arrival", "t_scatter",
+                 "t_wait", "t_decode", "lengthscale_enc", "lengthscale_dec", "error")
+
+
 def summarize(results) -> list:
-    """One row per (point, scheme), in point order then the file's scheme order.
-    ``results`` is a :class:`Results` or a path."""
-    if not isinstance(results, Results):
-        results = read_results(results)
+    """One row per (point, scheme), in point order then the file's scheme order, reading each
+    (point, scheme) a block of trials at a time. ``results`` is a path, a :class:`Results` or
+    an open :class:`ResultsFile`."""
+    if isinstance(results, ResultsFile):
+        return _summarize(results)
+    with ResultsFile(results.path if isinstance(results, Results) else results) as f:
+        return _summarize(f)
+
+
+def _summarize(f):
     rows = []
-    for p in results.points:
-        for scheme, d in p.schemes.items():
-            rows.append({"point": dict(p.params), "scheme": scheme, **summarize_scheme(d)})
+    for p in f.points:
+        for scheme in p.schemes:
+            stats = SchemeStats()
+            for block in f.blocks(p.index, scheme, STAT_DATASETS):
+                stats.add(block)
+            rows.append({"point": dict(p.params), "scheme": scheme, **stats.row()})
     return rows
 
 

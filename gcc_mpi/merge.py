@@ -10,7 +10,8 @@ of Dedalus' ``tools/post.py``: everything is checked before the output is create
   both, unless their datasets are identical (the same file given twice, say).
 
 The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
-(so memory holds one of them, not the whole job): root attributes ``config`` and ``format`` as
+and that a block of trials at a time (``ResultsFile.blocks``; so memory holds one block, whatever
+the files' sizes), and so is a (point, scheme) found twice compared: root attributes ``config`` and ``format`` as
 the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
 (their distinct values joined by "; "), ``lost`` the union of the inputs' lost ranks,
 ``complete`` true only if every input is complete and every scheme of every point of the job is
@@ -26,7 +27,7 @@ import numpy as np
 
 from .config import parse_job
 from .errors import JobError
-from .results import ResultWriter, open_results, point_name
+from .results import ResultsFile, ResultWriter, open_results, point_name
 
 
 def _attr(f, key, default=None):
@@ -41,27 +42,19 @@ def _first_difference(a, b):
     return ""
 
 
-def read_scheme(group):
-    """A scheme group's datasets as arrays (strings as str), cut to the shortest length: the
-    rows an interrupted run finished for every dataset."""
-    data = {k: d.asstr()[()] if h5py.check_string_dtype(d.dtype) else d[()]
-            for k, d in group.items() if isinstance(d, h5py.Dataset)}
-    n = min((a.shape[0] for a in data.values()), default=0)
-    return {k: a[:n] for k, a in data.items()}
-
-
-def _same_data(a, b):
-    if a.keys() != b.keys():
+def _same_data(a, b, index, scheme):
+    """Whether ResultsFiles ``a`` and ``b`` hold the same datasets for (point, scheme), read a
+    block of trials at a time (NaN equal to NaN)."""
+    if sorted(a.names(index, scheme)) != sorted(b.names(index, scheme)) or \
+            a.trials(index, scheme) != b.trials(index, scheme):
         return False
-    for k in a:
-        x, y = a[k], b[k]
-        if x.shape != y.shape:
-            return False
-        if x.dtype.kind == "f" and y.dtype.kind == "f":
-            if not np.array_equal(x, y, equal_nan=True):
+    for x, y in zip(a.blocks(index, scheme), b.blocks(index, scheme)):
+        for k in x:
+            if x[k].shape != y[k].shape:
                 return False
-        elif not np.array_equal(x, y):
-            return False
+            nan = x[k].dtype.kind == "f" and y[k].dtype.kind == "f"
+            if not np.array_equal(x[k], y[k], equal_nan=nan):
+                return False
     return True
 
 
@@ -100,13 +93,13 @@ def _survey(paths):
                 if params != expected:
                     raise JobError(path, f"{name} has parameters {params}, but point {index} of "
                                          f"its job has {expected}")
-                for scheme, sg in g.items():
+                for scheme in g:
                     other = sources.get((index, scheme))
                     if other is None:
                         sources[(index, scheme)] = path
                         continue
-                    with h5py.File(other, "r") as o:
-                        same = _same_data(read_scheme(sg), read_scheme(o[name][scheme]))
+                    with ResultsFile(path) as this, ResultsFile(other) as o:
+                        same = _same_data(this, o, index, scheme)
                     if not same:
                         raise JobError("merge", f"point {index} {expected}, scheme {scheme!r} is "
                                                 f"in both {other} and {path} with different data; "
@@ -154,10 +147,10 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
                 for scheme in names:
                     path = sources[(point.index, scheme)]
                     if path not in files:
-                        files[path] = h5py.File(path, "r")
-                    rows = read_scheme(files[path][point_name(point.index)][scheme])
-                    writer.append(point.index, scheme, rows)
-                writer.flush()
+                        files[path] = ResultsFile(path)
+                    for rows in files[path].blocks(point.index, scheme):
+                        writer.append(point.index, scheme, rows)
+                        writer.flush()
             writer.close(complete=complete)
     finally:
         for f in files.values():

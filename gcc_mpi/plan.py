@@ -3,8 +3,9 @@ simulations on a measured trace (a probe of the cluster, see gcc_mpi.probe).
 
 Every candidate is the job with stragglers.model = "trace" on that file, simulated by the
 simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:
-per N, one PointSetup holds every scheme and one block of trials (inputs and replayed delays)
-is drawn once; each (scheme, wait policy) is then that block decoded under its own StopRule. So
+per N, one PointSetup holds every scheme and each block of BLOCK trials (inputs and replayed
+delays) is drawn once; each (scheme, wait policy) then decodes that block under its own StopRule
+and adds it to its statistics (``analyze.SchemeStats``: memory does not grow with --trials). So
 candidates differ only in what they decide, and the comparison is paired. The candidate set is
 small on purpose (a few N from K to the largest, a few S from 0 to N - K, two deadlines at the
 trace's pooled p90 and p99, exact schemes stopping as soon as they can decode), so that the
@@ -36,6 +37,7 @@ N_VALUES = 5      # N from K to the largest, geometrically
 S_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)   # of N - K
 DEADLINE_QUANTILES = (90, 99)                # of the trace's pooled times
 TIE = 0.05        # latencies within 5 % count as equal (then p99, then the fewest workers)
+BLOCK = 256       # trials simulated at a time
 PATH_KEYS = ("data.path", "target.model", "target.path")
 
 
@@ -60,8 +62,10 @@ def _label(c):
 
 
 def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_dir):
-    """Every candidate's statistics (list of dicts), simulated on ``trials`` trials."""
-    from .analyze import summarize_scheme
+    """Every candidate's statistics (list of dicts), simulated on ``trials`` trials, drawn and
+    decoded BLOCK trials at a time (every candidate of one N on the same block) so that memory
+    does not grow with ``trials``."""
+    from .analyze import SchemeStats
     from .config import replace
     from .simulate import Block, scheme_block
     from .trial import PointSetup, StopRule
@@ -80,15 +84,19 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
                                 "decode.wait": "fastest", "decode.stragglers": 0,
                                 "decode.deadline": None, "job.trials": trials})
         setup = PointSetup.build(config, base_dir)
-        block = Block.draw(setup, 0, range(trials))
-        for name in names:
-            code = setup.codes[name]
-            for wait, S, deadline in policies(code, N, base.data.batch, deadlines):
-                setup.rules[name] = StopRule(code, wait, S, deadline)
-                row = summarize_scheme(scheme_block(setup, name, block).columns)
-                found.append({"scheme": name, "N": N, "wait": wait, "S": S,
-                              "deadline": deadline, "exact": bool(code.exact),
-                              "resample": config.stragglers.resample, **row})
+        runs = [(name, StopRule(setup.codes[name], wait, S, deadline),
+                 {"scheme": name, "N": N, "wait": wait, "S": S, "deadline": deadline,
+                  "exact": bool(setup.codes[name].exact),
+                  "resample": config.stragglers.resample}, SchemeStats())
+                for name in names
+                for wait, S, deadline in policies(setup.codes[name], N, base.data.batch,
+                                                  deadlines)]
+        for start in range(0, trials, BLOCK):
+            block = Block.draw(setup, 0, range(start, min(trials, start + BLOCK)))
+            for name, rule, _, stats in runs:
+                setup.rules[name] = rule
+                stats.add(scheme_block(setup, name, block).columns)
+        found += [{**c, **stats.row()} for _, _, c, stats in runs]
     return found
 
 

@@ -39,7 +39,9 @@ import weakref
 import numpy as np
 
 from .errors import JobError
+from .quantiles import Column, percentiles
 from .rates import FLOOR_DB, fit_rate_details
+from .results import ResultsFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -390,10 +392,37 @@ def plot_relacc(job, rows, key):
 
 
 def last_points(results, labels):
-    """[(label, params, {scheme: datasets})] of each file's last sweep point, the per-trial
-    figures' data (labels None when there is one file)."""
-    return [(label, r.points[-1].params, r.points[-1].schemes) for label, r in
-            zip(labels, results) if r.points]
+    """[(label, params, {scheme: {"latency": Column, "nmse_db": Column}})] of each file's last
+    sweep point, the per-trial figures' data (labels None when there is one file): the finite
+    latencies and NMSE in dB of the trials that did not fail, read a block of trials at a time.
+    The caller closes the columns (``close_points``)."""
+    points = []
+    for label, r in zip(labels, results):
+        if not r.points:
+            continue
+        last = r.points[-1]
+        with ResultsFile(r.path) as f:
+            columns = {scheme: _trial_columns(f, last.index, scheme) for scheme in last.schemes}
+        points.append((label, last.params, columns))
+    return points
+
+
+def _trial_columns(f, index, scheme):
+    columns = {"latency": Column(), "nmse_db": Column()}
+    for d in f.blocks(index, scheme, ("failed", "latency", "nmse")):
+        for key, column in (("latency", columns["latency"]), ("nmse", columns["nmse_db"])):
+            if key not in d:
+                continue
+            a = _ok(d, key)
+            column.add(10 * np.log10(np.maximum(a, 1e-300)) if key == "nmse" else a)
+    return columns
+
+
+def close_points(points):
+    for _, _, schemes in points:
+        for columns in schemes.values():
+            for column in columns.values():
+                column.close()
 
 
 def _ok(d, key):
@@ -411,25 +440,36 @@ def _where(points):
     return " at " + ", ".join(f"{_short(k)} = {v}" for k, v in points[0][1].items())
 
 
-def _cdf(ax, values, **style):
-    values = np.sort(values)
-    frac = np.arange(1, values.size + 1) / values.size
+def _cdf(ax, values, frac, **style):
     ax.step(np.r_[values[0], values], np.r_[0.0, frac], where="post", **style)
 
 
+def _median(column):
+    return percentiles(column, (50,))[0]
+
+
+def _least_from(column, low):
+    """The least value of a Column at or above ``low`` (ROUNDOFF_DB if there is none)."""
+    least = [b[b >= low].min() for b in column.blocks() if (b >= low).any()]
+    return min(least, default=ROUNDOFF_DB)
+
+
 def plot_latency_cdf(job, points):
-    """Empirical CDF of each scheme's latency at the last sweep point of each file."""
+    """Empirical CDF of each scheme's latency at the last sweep point of each file (drawn
+    through at most quantiles.CDF_POINTS order statistics)."""
     fig, ax = _figure()
     spans = []
     for i, (label, _, schemes) in enumerate(points):
-        for scheme, d in schemes.items():
-            lat = 1e3 * _ok(d, "latency")
-            if not lat.size:
+        for scheme, columns in schemes.items():
+            column = columns["latency"]
+            if not len(column):
                 continue
-            spans += [lat.min(), lat.max()]
+            lat, frac = column.outline()
+            lat = 1e3 * lat
+            spans += [lat[0], lat[-1]]
             name = f"{scheme} ({label})" if label else scheme
-            _cdf(ax, lat, color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
-                 label=f"{name} (median {np.median(lat):.3g} ms)")
+            _cdf(ax, lat, frac, color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
+                 label=f"{name} (median {1e3 * _median(column):.3g} ms)")
     if spans and min(spans) > 0 and max(spans) / min(spans) > 20:
         from matplotlib.ticker import FuncFormatter
 
@@ -451,22 +491,23 @@ def plot_nmse_distribution(job, points):
     fig, ax = _figure()
     left_out, curves = [], []
     for i, (label, _, schemes) in enumerate(points):
-        for scheme, d in schemes.items():
-            nmse = _ok(d, "nmse")
-            db = 10 * np.log10(np.maximum(nmse, 1e-300))
+        for scheme, columns in schemes.items():
+            column = columns["nmse_db"]
+            db, frac = column.outline()  # its ends are the least and the largest value
             name = f"{scheme} ({label})" if label else scheme
-            if not db.size or db.max() < ROUNDOFF_DB:
+            if not db.size or db[-1] < ROUNDOFF_DB:
                 left_out.append(name)
                 continue
-            curves.append((db, dict(color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
-                                    label=f"{name} (median {np.median(db):.1f} dB)")))
+            curves.append((db, frac, column, dict(
+                color=job.color(scheme), linestyle=STYLES[i % len(STYLES)],
+                label=f"{name} (median {_median(column):.1f} dB)")))
     # a trial decoded exactly (no straggler among the results it needed) is at round-off,
     # hundreds of dB below the rest: such trials are drawn at the left edge instead
-    above = [db[db >= ROUNDOFF_DB] for db, _ in curves]
-    edge = min((a.min() for a in above if a.size), default=ROUNDOFF_DB) - 5.0
-    for db, style in curves:
-        _cdf(ax, np.maximum(db, edge), **style)
-    exact = any((db < ROUNDOFF_DB).any() for db, _ in curves)
+    edge = min((_least_from(column, ROUNDOFF_DB) for _, _, column, _ in curves),
+               default=ROUNDOFF_DB) - 5.0
+    for db, frac, _, style in curves:
+        _cdf(ax, np.maximum(db, edge), frac, **style)
+    exact = any(db[0] < ROUNDOFF_DB for db, _, _, _ in curves)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("NMSE of one trial [dB] (lower is better"
                   + ("; left edge: exact, at round-off)" if exact else ")"))
@@ -588,10 +629,11 @@ def figures(results, rows, labels=()):
     if any(r["latency_mean"] is not None and r["nmse"] is not None for r in rows):
         made.append(("tradeoff", plot_tradeoff(job, rows)))
     points = last_points(results, labels)
-    if any(_ok(d, "latency").size for _, _, schemes in points for d in schemes.values()):
-        made.append(("latency-cdf", plot_latency_cdf(job, points)))
-    if any(_ok(d, "nmse").size for _, _, schemes in points for d in schemes.values()):
-        made.append(("nmse-distribution", plot_nmse_distribution(job, points)))
+    for key, kind, plot in (("latency", "latency-cdf", plot_latency_cdf),
+                            ("nmse_db", "nmse-distribution", plot_nmse_distribution)):
+        if any(len(c[key]) for _, _, schemes in points for c in schemes.values()):
+            made.append((kind, plot(job, points)))
+    close_points(points)
     return job.name, made
 
 
