@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import __version__
-from .errors import JobError
+from .errors import JobError, ResourceError, resource_line
 
 
 # seconds a rank other than 0 waits before it exits on an error that rank 0 reports
@@ -194,9 +194,11 @@ def cmd_simulate(args):
 
 def cmd_run(args):
     from .runtime import run_command
+    from .simulate import check_output  # rank 0's disk check times a few simulated trials
 
     return run_command(args, simulate=cmd_simulate,
-                       default_output=lambda job: default_output(job, args.point))
+                       default_output=lambda job: default_output(job, args.point),
+                       check_output=check_output)
 
 
 def cmd_analyze(args):
@@ -243,6 +245,9 @@ def main(argv=None):
         if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
             print(f"gcc_mpi: error: {e}", file=sys.stderr)
         code = 2
+    except (ResourceError, MemoryError) as e:  # no disk or memory left: one line, the file kept
+        print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr)
+        code = 1
     except BrokenPipeError:
         # whoever read stdout has gone (`analyze out.h5 | head`): end quietly as a shell tool
         # does, and keep Python's flush at exit from raising again on the closed pipe

@@ -140,7 +140,7 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     """
     from .progress import Progress
     from .results import ResultWriter
-    from .simulate import simulate_job
+    from .simulate import check_output, simulate_job
     from .stopping import Stop, StopFlag
 
     stop = stop or StopFlag()
@@ -155,6 +155,7 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     command = command or f"gcc_mpi.run_simulation({_job_text(job)})"
     with tempfile.TemporaryDirectory(prefix="gcc_mpi-") as scratch:
         out = Path(output) if output is not None else Path(scratch) / "results.h5"
+        check_output(job, prepared, out, resume=resume)  # a file that cannot fit the disk
         try:
             with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
                               overwrite=overwrite, resume=resume) as writer:

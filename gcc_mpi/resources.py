@@ -1,26 +1,34 @@
-"""Memory a job will need, estimated before any work, against the memory of the machine.
+"""Memory and disk a job will need, estimated before any work, against what the machine has.
 
-What grows with the job's sizes (N workers, K inputs, d input and m output dimensions):
+Memory does not grow with the number of trials; what grows with the job's sizes (N workers, K
+inputs, d input and m output dimensions) is counted for rank 0 and for the other ranks of its node:
 
 - decoders: a smoothing decoder (letcc, gcc, gcc-manifold) of n = N - S results holds about
   3 n^2 floats (kernel matrix, eigenvectors, evaluator) and needs 5 n^2 while it is built; above
   400 results it works in windows (about 5000 floats per result at most, measured at N = 4096)
   but may fall back to the global fit, which is counted once per code. Each code keeps
   ``LinearCode.cache_size`` of them. lcc needs n^2 floats while it builds a decoder;
-- the simulator's blocks of trials: delay, arrival, used and error per worker and trial;
-- the MPI buffers: TASK, STOP and REPLY rows of every worker for each round in flight (rank 0),
-  one of each per round on a worker;
-- the results file, which rank 0 holds in memory until the end (HDF5's core driver): it grows by
-  about 18 bytes per worker per trial and scheme. It is bounded by the time the run takes, not
-  by a preallocation, so a file that would outgrow memory is a warning, not a refusal: a run
-  with ``job.time_limit`` may stop long before.
+- the simulator's blocks of trials (two at most: one being filled, the finished ones not yet
+  appended), or over MPI the TASK, STOP and REPLY rows of every worker for each round in flight
+  (rank 0; one of each per round on a worker) and the master's block of records (MASTER_BLOCK
+  trials of every scheme, ``record_bytes`` each);
+- the results writer: the rows it holds before writing them, HDF5's caches and the pages of the
+  next commit (WRITER_BYTES, and CHUNK_CACHE for each open dataset: gcc_mpi.results).
 
 A job whose estimate exceeds the memory limit (physical memory, or the cgroup's limit when lower)
 is refused with one line naming the key that drives it. The estimates are deliberately simple
 upper bounds of the large arrays; the interpreter and libraries (BASE_BYTES per rank) are added.
+
+Disk (``check_disk``): the results file grows by ``record_bytes`` per trial and scheme (the
+(T, N) arrays, 18 bytes per worker, and the per-trial numbers and strings: measured). A job
+whose file cannot fit the free space of its output folder is refused before any work, one line
+naming job.trials — or, with job.time_limit, job.time_limit, counting the trials the limit
+allows at a measured time per trial.
 """
 
+import math
 import os
+import shutil
 
 from .config import resolved_stragglers
 from .errors import JobError
@@ -30,8 +38,16 @@ WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)
 BASE_BYTES = 80 * 2**20       # one Python rank with numpy, scipy and h5py imported
 BLOCK_CELLS = 2**22           # simulator blocks: (trials in a block) x N x schemes at most
-RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used, error
 MAX_BLOCK = 1024              # simulator: trials in a block at most
+RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used, error
+TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
+FILE_BYTES = 64 * 2**10       # a results file's own structures, and each (point, scheme)'s:
+GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
+MASTER_BLOCK = 256            # as runtime.master.BLOCK
+# as results.PENDING_BYTES, CHUNK_CACHE (repeated: every rank checks, and workers import no h5py)
+WRITER_BYTES = (4 + 32) * 2**20   # rows held, HDF5's metadata cache at its largest
+CHUNK_CACHE = 256 * 2**10 + 2 * 16 * 2**10  # per open dataset, and its share of a commit's pages
+DATASETS = 20                 # per scheme
 
 
 def memory_limit():
@@ -79,6 +95,20 @@ def decoder_bytes(name, N, K, n):
     return 8 * cache * K * n
 
 
+def record_bytes(config):
+    """Bytes one trial of every scheme adds to the results file (gcc-manifold records its K
+    alphas too)."""
+    N, K = config.code.workers, config.data.batch
+    return sum(RECORD_BYTES * N + TRIAL_BYTES + (8 * K if s == "gcc-manifold" else 0)
+               for s in config.code.schemes)
+
+
+def file_bytes(points, trials):
+    """Bytes of a results file holding ``trials`` trials of each of ``points``."""
+    return FILE_BYTES + sum(GROUP_BYTES * len(p.config.code.schemes)
+                            + trials * record_bytes(p.config) for p in points)
+
+
 def point_bytes(config, dim, outputs, simulate):
     """{part: bytes} for rank 0 on one sweep point (inputs of dimension ``dim``, ``outputs``
     values per result)."""
@@ -86,13 +116,15 @@ def point_bytes(config, dim, outputs, simulate):
     schemes = config.code.schemes
     n = N if config.decode.wait != "fastest" else max(N - resolved_stragglers(config), 1)
     parts = {"decoders": sum(decoder_bytes(s, N, K, n) for s in schemes),
-             "encoders": 8 * len(schemes) * (3 * N * K + N * dim)}
+             "encoders": 8 * len(schemes) * (3 * N * K + N * dim),
+             "results writer": WRITER_BYTES + CHUNK_CACHE * DATASETS * len(schemes)}
     if simulate:
         block = max(1, min(MAX_BLOCK, BLOCK_CELLS // (N * len(schemes))))
-        parts["trial blocks"] = block * len(schemes) * N * (RECORD_BYTES + 8 * outputs)
+        parts["trial blocks"] = 2 * block * len(schemes) * N * (RECORD_BYTES + 8 * outputs)
     else:
         depth = config.decode.pipeline
         parts["MPI buffers"] = 8 * depth * N * (dim + outputs + 32)
+        parts["records held"] = MASTER_BLOCK * record_bytes(config)
     return parts
 
 
@@ -106,7 +138,6 @@ def check(job, points, shapes, *, ranks=None, local_ranks=None, simulate=True, l
     if limit is None:
         return []
     local = local_ranks or ranks or 1
-    warnings = []
     for point in points:
         c = point.config
         d, m = shapes[point.index]
@@ -115,19 +146,63 @@ def check(job, points, shapes, *, ranks=None, local_ranks=None, simulate=True, l
         workers = (local - 1) * (BASE_BYTES + 8 * c.decode.pipeline * 3 * (d + m + 32))
         if rank0 + workers > limit:
             big = max(parts, key=parts.get)
-            key = "code.workers" if big != "MPI buffers" else "decode.pipeline"
+            key = {"MPI buffers": "decode.pipeline", "results writer": "code.schemes"}.get(
+                big, "code.workers")
             on = f"rank 0 and {local - 1} other ranks on this node" if local > 1 else "rank 0"
             where = f" at sweep point {point.index}" if len(job.points) > 1 else ""
             raise JobError(key, f"N = {c.code.workers} workers{where} need about "
                                 f"{_gib(rank0 + workers)} on {on} ({big}: {_gib(parts[big])}), "
                                 f"more than this machine's {what} of {_gib(limit)}; "
                                 f"use fewer workers or other schemes")
+    return []
+
+
+def free_space(path):
+    """(bytes free, folder) for a file at ``path``: of its folder, or the nearest folder above
+    that exists (the writer creates the rest)."""
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return shutil.disk_usage(folder).free, folder
+
+
+def check_disk(job, points, output, *, resume=False, seconds_per_trial=None, free=None):
+    """Refuse (JobError) a job whose results file will not fit the free space of the folder of
+    ``output``; returns the bytes it will grow by.
+
+    ``points``: those run; ``resume``: an existing file is continued (its size counts as
+    written); ``seconds_per_trial``: with job.time_limit, a function of a point giving its
+    seconds per trial, called only when the file at job.trials would not fit; ``free``: bytes
+    (default: ``free_space``)."""
+    free, folder = (free, os.path.dirname(os.fspath(output)) or ".") if free is not None \
+        else free_space(output)
     trials = job.config.job.trials
-    grows = sum(RECORD_BYTES * p.config.code.workers * len(p.config.code.schemes)
-                for p in points) * trials
-    if grows > limit and job.config.job.time_limit is None:
-        warnings.append(f"job.trials: the results file, which rank 0 holds in memory, would "
-                        f"reach about {_gib(grows)} after {trials} trials per point, more than "
-                        f"this machine's {what} of {_gib(limit)}; set job.time_limit or fewer "
-                        "trials (a stopped run keeps its trials and --resume continues)")
-    return warnings
+    grows = file_bytes(points, trials)
+    if resume and os.path.exists(output):
+        grows = max(0, grows - os.path.getsize(output))
+    if grows <= free:
+        return grows
+    limit = job.config.job.time_limit
+    if limit is None or seconds_per_trial is None:
+        raise JobError("job.trials", f"the results file would reach about {_gib(grows)} after "
+                                     f"{trials} trials per point, more than the {_gib(free)} "
+                                     f"free in {folder}; set fewer trials or job.time_limit, or "
+                                     f"write elsewhere (-o)")
+    left, done, within = float(limit), 0, file_bytes(points, 0)
+    for p in points:  # in the order they run, until the time limit
+        s = max(seconds_per_trial(p), 1e-9)
+        n = min(trials, math.ceil(left / s))
+        done += n
+        within += n * record_bytes(p.config)
+        left -= n * s
+        if left <= 0:
+            break
+    if resume and os.path.exists(output):
+        within = max(0, min(within, grows))
+    if within <= free:
+        return within
+    raise JobError("job.time_limit", f"in {limit:g} s this job may run about {done} trials at "
+                                     f"the measured {1e3 * s:.3g} ms per trial and its results "
+                                     f"file would reach about {_gib(within)}, more than the "
+                                     f"{_gib(free)} free in {folder}; shorten job.time_limit, "
+                                     "set fewer trials, or write elsewhere (-o)")

@@ -13,7 +13,8 @@ so results do not depend on the block size. Blocks grow until one takes about BL
 which bounds how late a stop (SIGTERM, SIGINT, job.time_limit, checked between schemes) is
 honoured and the work it abandons; the finished blocks are kept. Finished blocks are appended
 to the file, and it is committed, at least every FLUSH_SECONDS, so a long run can be watched and
-a killed one keeps its trials.
+a killed one loses at most FLUSH_SECONDS + BLOCK_SECONDS of work (the writer commits as often:
+results.COMMIT_SECONDS).
 """
 
 import functools
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import resources
 from .erasures import evaluate_rows, summary
 from .job import Records, prepare
 from .progress import Progress
@@ -30,7 +32,7 @@ from .progress import Progress
 from .resources import BLOCK_CELLS, MAX_BLOCK
 from .trial import decode_and_score, failed_record, timed_encode
 
-FLUSH_SECONDS = 2.0
+FLUSH_SECONDS = 1.0
 BLOCK_SECONDS = 0.25
 
 
@@ -161,16 +163,20 @@ def next_size(size, seconds, most=MAX_BLOCK):
 def run_point(setup, point, writer, progress, trials, stop=None):
     """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
     blocks are appended every FLUSH_SECONDS (an append costs about a millisecond, so small blocks
-    are not appended one by one) and, on Stop (from ``stop.check()``) or any other exception,
+    are not appended one by one), when they hold a full block's worth of trials (so at most two
+    blocks are held: resources.py), and, on Stop (from ``stop.check()``) or any other exception,
     before it propagates; the unfinished block is dropped."""
     names = list(setup.codes)
     done = {name: [] for name in names}
+    held = 0  # trials in ``done``
 
     def write():
+        nonlocal held
         for name in names:
             if done[name]:
                 writer.append(point.index, name, concat(done[name]))
                 done[name].clear()
+        held = 0
         writer.flush()
 
     size, start, last_flush = 1, 0, time.monotonic()
@@ -184,9 +190,10 @@ def run_point(setup, point, writer, progress, trials, stop=None):
             for _ in block:
                 progress.trial_done()
             start += len(block)
+            held += len(block)
             now = time.monotonic()
             size = next_size(len(block), now - t0, most)
-            if now - last_flush > FLUSH_SECONDS:
+            if now - last_flush > FLUSH_SECONDS or held >= most:
                 write()
                 last_flush = now
     finally:
@@ -200,6 +207,36 @@ def concat(blocks):
     return {k: np.concatenate([columns.get(k, np.full((len(columns["trial"]),) + v.shape[1:],
                                                       np.nan)) for columns in blocks])
             for k, v in like.items()}
+
+
+def seconds_per_trial(setup, point_index, depth=None, trials=2):
+    """Seconds a trial of every scheme of one sweep point takes, timed on a few of its trials
+    after one more (which builds decoders): in this process, or (``depth``: decode.pipeline)
+    rank 0's part of a trial over MPI — every scheme's encode, decode and wait for its
+    results, the waits shared among the rounds in flight. Decoder caches aside, nothing is
+    kept: the run computes those trials again."""
+    names = list(setup.codes)
+    block_columns(setup, point_index, [0], names)
+    t0 = time.perf_counter()
+    columns = block_columns(setup, point_index, range(1, 1 + trials), names)
+    if depth is None:
+        return (time.perf_counter() - t0) / trials
+    return sum(float(np.nansum(c["t_encode"] + c["t_decode"] + c["t_wait"] / depth))
+               for c in columns.values()) / trials
+
+
+def check_output(job, prepared, output, resume=False, simulate=True):
+    """Refuse (JobError) a job whose results file will not fit the free space of the folder of
+    ``output`` (resources.check_disk), timing a few trials of a point (seconds_per_trial) when
+    job.time_limit must be counted; returns the bytes the file will grow by."""
+    setups = {point.index: setup for point, setup in prepared}
+
+    def per_trial(point):
+        depth = None if simulate else point.config.decode.pipeline
+        return seconds_per_trial(setups[point.index], point.index, depth)
+
+    return resources.check_disk(job, [point for point, _ in prepared], output, resume=resume,
+                                seconds_per_trial=per_trial)
 
 
 def simulate_job(job, writer, prepared=None, progress=None, stop=None):

@@ -127,23 +127,6 @@ def test_estimate_follows_the_codes_and_imports_no_scipy():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
-def test_many_trials_warn_about_the_file_and_start(tmp_path, capsys, monkeypatch):
-    from pathlib import Path
-
-    monkeypatch.chdir(tmp_path)
-    jobs = Path(__file__).resolve().parent.parent / "jobs"
-    job = load_job(jobs / "sphere-poly.toml", ["job.trials=1000000000000"])
-    warnings = preflight.check(job)
-    assert len(warnings) == 1 and warnings[0].startswith("job.trials: the results file")
-    assert preflight.check(job.with_overrides(["job.time_limit=5"])) == []
-    # the run starts (nothing is allocated for all 10^12 trials) and stops at the time limit
-    assert main(["simulate", str(jobs / "sphere-poly.toml"), "--set", "job.trials=1000000000000",
-                 "--set", "job.time_limit=3", "-o", "big.h5", "-q"]) == 124
-    from gcc_mpi.results import read_results
-
-    assert read_results("big.h5").points[0].schemes["gcc"]["trial"].size > 0
-
-
 @pytest.mark.parametrize("trace, words", [
     ("missing.npy", "missing.npy: no such file"),
     ("negative.npy", "delays must be >= 0 seconds, got -0.02"),

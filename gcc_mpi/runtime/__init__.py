@@ -16,10 +16,11 @@ initialise MPI (``mpi.start`` does, when a run begins).
 from .mpi import WAIT_MODES  # noqa: F401  (no MPI side effect: mpi4py is imported lazily)
 
 
-def run_command(args, *, simulate, default_output):
+def run_command(args, *, simulate, default_output, check_output=None):
     """``python -m gcc_mpi run``: the MPI run on every rank, or, started as a single process,
     a hint on how to launch it and the same job in the simulator (``simulate(args)``).
-    Returns the exit code of this rank.
+    Returns the exit code of this rank. ``check_output(job, prepared, out, resume,
+    simulate=False)``: rank 0's check that the results file fits the disk (a JobError if not).
 
     Under a launcher every rank first checks the job file and arguments on its own, before MPI
     starts: a bad job ends every rank at once with exit code 2 (one line, from rank 0). The
@@ -77,7 +78,7 @@ def run_command(args, *, simulate, default_output):
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
                 from .run import main_master
-                code = main_master(comm, args, default_output, stop, notice)
+                code = main_master(comm, args, default_output, stop, notice, check_output)
             else:
                 from .worker import main_worker
                 code = main_worker(comm, args, stop, notice=notice)

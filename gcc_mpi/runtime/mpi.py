@@ -46,7 +46,7 @@ import time
 import traceback
 from contextlib import contextmanager
 
-from ..errors import JobError
+from ..errors import JobError, ResourceError, resource_line
 
 WAIT_MODES = ("auto", "busy", "polite")
 WAIT_ENV = "GCC_MPI_WAIT"
@@ -440,7 +440,8 @@ def where(comm):
 def abort_on_error(comm):
     """Run a rank's part of the job; any exception ends the whole job instead of leaving the
     other ranks waiting for this one: its message on stderr (naming the rank), then
-    MPI_Abort — exit code 2 for a JobError on rank 0 (bad job input found late), else 1."""
+    MPI_Abort — exit code 2 for a JobError on rank 0 (bad job input found late), else 1 (one
+    line too, on rank 0, when the disk or memory ran out)."""
     from . import witness
 
     try:
@@ -456,6 +457,13 @@ def abort_on_error(comm):
             print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
             abort(comm, 2)
         _report(comm, e)
+        abort(comm, 1)
+    except (ResourceError, MemoryError) as e:
+        witness.done()
+        if comm.rank == 0:  # no disk or memory left: one line, the results file kept
+            print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr, flush=True)
+        else:
+            _report(comm, e)
         abort(comm, 1)
     except BaseException as e:  # noqa: BLE001 - anything else is this rank failing
         witness.done()

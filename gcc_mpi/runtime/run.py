@@ -77,7 +77,7 @@ def announce(comm, waiter, message):
     waiter.all(requests)
 
 
-def main_master(comm, args, default_output, stop=None, notice=None):
+def main_master(comm, args, default_output, stop=None, notice=None, check_output=None):
     from mpi4py import MPI
 
     from ..config import select_points
@@ -97,6 +97,8 @@ def main_master(comm, args, default_output, stop=None, notice=None):
         # every point's data, model and codes (only point I with --point I): bad input fails here
         prepared = prepare(job, select_points(job, getattr(args, "point", None)))
         out = Path(args.output) if args.output else default_output(job)
+        if check_output is not None:
+            check_output(job, prepared, out, args.resume, simulate=False)
         command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
                               *sys.argv[1:]])
         writer = ResultWriter(out, config_toml=job.to_toml(), command=command,
