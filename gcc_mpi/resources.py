@@ -13,7 +13,7 @@ inputs, d input and m output dimensions) is counted for rank 0 and for the other
   (rank 0; one of each per round on a worker) and the master's block of records (MASTER_BLOCK
   trials of every scheme, ``record_bytes`` each);
 - the results writer: the rows it holds before writing them, HDF5's caches and the pages of the
-  next commit (WRITER_BYTES, and CHUNK_CACHE for each open dataset: gcc_mpi.results).
+  next commits (WRITER_BYTES, and CHUNK_CACHE for each open dataset: gcc_mpi.results).
 
 A job whose estimate exceeds the memory limit (physical memory, or the cgroup's limit when lower)
 is refused with one line naming the key that drives it. The estimates are deliberately simple
@@ -44,8 +44,10 @@ TRIAL_BYTES = 230             # per trial and scheme in the file besides (measur
 FILE_BYTES = 64 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
 MASTER_BLOCK = 256            # as runtime.master.BLOCK
-# as results.PENDING_BYTES, CHUNK_CACHE (repeated: every rank checks, and workers import no h5py)
-WRITER_BYTES = (4 + 32) * 2**20   # rows held, HDF5's metadata cache at its largest
+# as results.PENDING_BYTES, journal.DEFERRED_BYTES and results.CHUNK_CACHE (repeated: every rank
+# checks, and workers import no h5py)
+WRITER_BYTES = (4 + 32 + 32) * 2**20  # rows held, HDF5's metadata cache at its largest, the pages
+                                      # of commits held while a reader has the file open
 CHUNK_CACHE = 256 * 2**10 + 2 * 16 * 2**10  # per open dataset, and its share of a commit's pages
 DATASETS = 20                 # per scheme
 

@@ -30,9 +30,10 @@ Crash safety (SIGKILL, the out-of-memory killer, a full disk): HDF5 writes throu
 small journal beside it finishes a commit a kill interrupted). So the file on disk is the state
 of the last commit, which opens with any HDF5 tool while the job runs and after it is killed, and
 ``--resume`` continues it. ``flush`` commits once the last commit is COMMIT_SECONDS old (or the
-rows held reach PENDING_BYTES: ``due``); ``close`` always commits. A kill loses at most the trials
-since the last commit. A commit costs a few milliseconds whatever the file's size: it writes the
-rows since the last one and a few hundred KB of HDF5's own structures. Why this mechanism and not
+rows held reach PENDING_BYTES, or sooner while commits are cheap against the time since the last:
+``due``); ``close`` always commits. A kill loses at most the trials since the last commit. A
+commit costs a few milliseconds whatever the file's size: it writes the rows since the last one
+and a few hundred KB of HDF5's own structures. Why this mechanism and not
 HDF5's SWMR mode or the whole-file rewrite it replaces: docs/reliability.md, "Crash safety".
 """
 
@@ -53,14 +54,16 @@ import numpy as np
 
 from . import __version__
 from .errors import JobError, ResourceError
-from .journal import Busy, CommittedFile, journal_path, recover
+from .journal import Busy, CommittedFile, journal_path, open_snapshot
 
 FORMAT = "gcc_mpi/1"
 _CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
-COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old
+COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old,
+COMMIT_BUDGET = 20        # or 20 times as old as it took (cheap commits come sooner)
 PENDING_BYTES = 4 << 20   # rows held before they are written into the file
 CHUNK_CACHE = 256 << 10   # HDF5's chunk cache per open dataset: the partly filled last chunk
 READ_BYTES = 8 << 20      # a reader's block of rows, about
+CLOSE_WAIT = 10.0         # seconds the last commit waits for readers to let go of the file
 _STR = h5py.string_dtype("utf-8")
 _ATTR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -135,7 +138,7 @@ class ResultWriter:
         self._shapes = {}    # (index, scheme) -> {name: per-trial shape}, file and buffer
         self._pending = {}   # (index, scheme) -> [(n, {name: array}), ...] not in the file yet
         self._pending_bytes = 0
-        self._last_commit = time.monotonic()
+        self._last_commit, self._commit_cost = time.monotonic(), 0.0
         tmp = self.path + ".tmp"  # a new file is made here and renamed once whole
         for leftover in (tmp, journal_path(tmp)):
             if os.path.exists(leftover):
@@ -370,10 +373,12 @@ class ResultWriter:
 
     # -- lifetime -------------------------------------------------------------------------
     def due(self) -> bool:
-        """Whether ``flush`` would commit now: the last commit is COMMIT_SECONDS old, or the
-        rows held reach PENDING_BYTES. A caller that buffers rows itself appends them when a
-        commit is due."""
-        return (time.monotonic() - self._last_commit >= COMMIT_SECONDS
+        """Whether ``flush`` would commit now: the last commit is COMMIT_SECONDS old, or
+        COMMIT_BUDGET times as old as it took (so a slow trial is committed as it ends, and
+        commits take at most ~5% of the time), or the rows held reach PENDING_BYTES. A caller
+        that buffers rows itself appends them when a commit is due."""
+        age = time.monotonic() - self._last_commit
+        return (age >= min(COMMIT_SECONDS, COMMIT_BUDGET * self._commit_cost)
                 or self._pending_bytes >= PENDING_BYTES)
 
     def flush(self, force: bool = False) -> None:
@@ -381,20 +386,24 @@ class ResultWriter:
         if force or self.due():
             self.commit()
 
-    def commit(self) -> None:
+    def commit(self, wait=0.0) -> None:
         """Make the file on disk hold every row appended so far, as one step (see the module
-        notes). ResourceError on a full disk, the file kept at its last commit."""
+        notes; ``wait``: seconds to wait for readers to let go, or the commit stays in the
+        journal beside the file). ResourceError on a full disk, the file kept at its last
+        commit."""
+        t0 = time.monotonic()
         self._write_pending()
         with self._writing():
             self._f.flush()
         try:
-            self._file.commit()
+            self._file.commit(wait)
         except OSError as e:
             self._file.broken = self._file.broken or e
             self._check_file()
         if _TRIM is not None:
             _TRIM(0)
         self._last_commit = time.monotonic()
+        self._commit_cost = self._last_commit - t0
 
     @contextmanager
     def _writing(self):
@@ -424,7 +433,7 @@ class ResultWriter:
             return
         try:
             self._f.attrs["complete"] = bool(complete)
-            self.commit()
+            self.commit(wait=CLOSE_WAIT)
         finally:
             self._abandon()
 
@@ -517,30 +526,48 @@ def _py(v):
     return v
 
 
-class _ThroughJournal(h5py.File):
-    """A file read through the journal of a commit that is not in it yet (journal.recover)."""
+class _Snapshot(h5py.File):
+    """A results file read as its last commit, which does not change while it is open
+    (journal.open_snapshot: the file itself, or the file through a commit's journal)."""
 
-    def __init__(self, path, journal):
-        self._source = CommittedFile(path, reader=journal)
-        super().__init__(self._source, "r")
+    def __init__(self, path):
+        self._lock, journal = open_snapshot(path)
+        self._source = None
+        try:
+            if journal is None:
+                super().__init__(path, "r", locking=False)
+            else:
+                self._source = CommittedFile(path, reader=journal)
+                super().__init__(self._source, "r")
+        except BaseException:
+            self._release()
+            raise
 
     def close(self):
-        super().close()
-        self._source.close()
+        try:
+            super().close()
+        finally:
+            self._release()
+
+    def _release(self):
+        if self._source is not None:
+            self._source.close()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
 
 def open_results(path):
     """A results file opened read-only, after checking that it exists, is HDF5 and is ours
-    (JobError naming the path otherwise), and finishing a commit a kill interrupted. The caller
-    closes it (``with open_results(p) as f``)."""
+    (JobError naming the path otherwise): its last commit, which does not change until it is
+    closed (``with open_results(p) as f``)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise JobError(path, "no such file")
     if os.path.isdir(path):
         raise JobError(path, "is a folder, not a results file")
     try:
-        journal = recover(path)
-        f = _ThroughJournal(path, journal) if journal else h5py.File(path, "r", locking=False)
+        f = _Snapshot(path)
     except OSError as e:
         raise JobError(path, f"not a readable HDF5 file ({e})") from None
     fmt = _py(f.attrs.get("format"))

@@ -12,9 +12,9 @@ seed and is encoded, evaluated and decoded by the same per-trial functions as on
 so results do not depend on the block size. Blocks grow until one takes about BLOCK_SECONDS,
 which bounds how late a stop (SIGTERM, SIGINT, job.time_limit, checked between schemes) is
 honoured and the work it abandons; the finished blocks are kept. Finished blocks are appended
-to the file, and it is committed, at least every FLUSH_SECONDS, so a long run can be watched and
-a killed one loses at most FLUSH_SECONDS + BLOCK_SECONDS of work (the writer commits as often:
-results.COMMIT_SECONDS).
+to the file, and it is committed, whenever the writer says a commit is due (at least every
+second: results.COMMIT_SECONDS), so a long run can be watched and a killed one loses at most that
+and a block of work.
 """
 
 import functools
@@ -32,7 +32,6 @@ from .progress import Progress
 from .resources import BLOCK_CELLS, MAX_BLOCK
 from .trial import decode_and_score, failed_record, timed_encode
 
-FLUSH_SECONDS = 1.0
 BLOCK_SECONDS = 0.25
 
 
@@ -162,10 +161,11 @@ def next_size(size, seconds, most=MAX_BLOCK):
 
 def run_point(setup, point, writer, progress, trials, stop=None):
     """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
-    blocks are appended every FLUSH_SECONDS (an append costs about a millisecond, so small blocks
-    are not appended one by one), when they hold a full block's worth of trials (so at most two
-    blocks are held: resources.py), and, on Stop (from ``stop.check()``) or any other exception,
-    before it propagates; the unfinished block is dropped."""
+    blocks are appended when the writer says a commit is due (``writer.due()``: an append costs
+    about a millisecond, so small blocks are not appended one by one), when they hold a full
+    block's worth of trials (so at most two blocks are held: resources.py), and, on Stop (from
+    ``stop.check()``) or any other exception, before it propagates; the unfinished block is
+    dropped."""
     names = list(setup.codes)
     done = {name: [] for name in names}
     held = 0  # trials in ``done``
@@ -179,7 +179,7 @@ def run_point(setup, point, writer, progress, trials, stop=None):
         held = 0
         writer.flush()
 
-    size, start, last_flush = 1, 0, time.monotonic()
+    size, start = 1, 0
     most = max(1, min(MAX_BLOCK, BLOCK_CELLS // (point.config.code.workers * len(names))))
     try:
         while start < len(trials):
@@ -191,11 +191,9 @@ def run_point(setup, point, writer, progress, trials, stop=None):
                 progress.trial_done()
             start += len(block)
             held += len(block)
-            now = time.monotonic()
-            size = next_size(len(block), now - t0, most)
-            if now - last_flush > FLUSH_SECONDS or held >= most:
+            size = next_size(len(block), time.monotonic() - t0, most)
+            if writer.due() or held >= most:
                 write()
-                last_flush = now
     finally:
         write()
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from writer_child import POINTS, SCHEMES, TRIALS, rows
 
+from gcc_mpi import journal
 from gcc_mpi.journal import journal_path
 from gcc_mpi.results import ResultsFile
 
@@ -117,10 +118,11 @@ def test_random_kills_leave_readable_files_that_resume_to_the_whole_run(tmp_path
         assert f.attrs["complete"] and len(f) == POINTS
 
 
-def test_a_kill_inside_a_commit_is_finished_by_the_next_opener(tmp_path):
+def test_a_kill_inside_a_commit_is_finished_by_the_next_opener(tmp_path, monkeypatch):
     """Killed while the second commit writes its pages in place: the journal is left beside
     the file; a reader finds it and, no writer being alive, applies it (the file then holds
     that commit, and plain h5py opens it again); --resume continues."""
+    monkeypatch.setattr(journal, "READ_WAIT", 0.2)  # the paused commit never lets go
     path = tmp_path / "out.h5"
     child = Child(path, "--pause-in-commit")
     assert child.wait_for(lambda line: line.startswith("in commit"))

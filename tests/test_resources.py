@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mpirun import needs_mpiexec, run
+
 from gcc_mpi import resources
 from gcc_mpi.__main__ import main
 from gcc_mpi.config import load_job, parse_job
@@ -194,3 +196,40 @@ def test_out_of_memory_is_one_line_and_the_file_keeps_its_last_commit(tmp_path):
         assert not f.complete and f.trials(0, "letcc") == 20
         assert all(p.index == 0 or not p.schemes for p in f.points)
     assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY  # ours untouched
+
+
+F = """
+import os, resource
+if os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK")) == "0" and LIMIT:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+def f(X):
+    return X[:, :2] ** 2
+"""
+FULL = ('[job]\nname = "full"\ntrials = 400\n[data]\nsource = "sphere"\ndim = 3\nbatch = 3\n'
+        '[target]\nkind = "python"\nfunction = "f.py:f"\n[code]\nworkers = 4\n'
+        'schemes = ["bacc", "letcc"]\n[stragglers]\nmodel = "none"\n')
+
+
+@needs_mpiexec
+def test_a_full_disk_in_an_mpi_run_is_one_line_from_rank_0_and_exit_1(tmp_path):
+    """Rank 0 of 5 finds its file may grow no more (its f's module sets RLIMIT_FSIZE when rank 0
+    imports it, after MPI started): one line, MPI_Abort's exit code 1, the file at its last
+    commit; --resume (no limit) continues it to the end."""
+    (tmp_path / "f.py").write_text("LIMIT = 150_000\n" + F)
+    (tmp_path / "full.toml").write_text(FULL)
+    code, _, err = run(["run", "full.toml", "-o", "cut.h5", "-q"], tmp_path, 5)
+    errors = [line for line in err.splitlines() if line.startswith("gcc_mpi: error:")]
+    # (a worker that MPI_Abort ends may print its own traceback of the interrupted wait)
+    assert code == 1 and "ResourceError" not in err and "results.py" not in err, err
+    assert len(errors) == 1 and errors[0].startswith("gcc_mpi: error: cannot write cut.h5: "
+                                                     "File too large"), err
+    with ResultsFile(tmp_path / "cut.h5") as f:
+        held = {f.trials(p.index, s) for p in f.points for s in p.schemes}
+        assert not f.complete and len(held) <= 1 and held <= set(range(400))
+    (tmp_path / "f.py").write_text("LIMIT = None\n" + F)
+    code, _, err = run(["run", "full.toml", "-o", "cut.h5", "--resume", "-q"], tmp_path, 5)
+    assert code == 0, err
+    with ResultsFile(tmp_path / "cut.h5") as f:
+        assert f.complete and f.trials(0, "bacc") == f.trials(0, "letcc") == 400

@@ -7,7 +7,7 @@ import pytest
 
 from gcc_mpi import __version__
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import FORMAT, ResultWriter, read_results
+from gcc_mpi.results import FORMAT, ResultsFile, ResultWriter, read_results
 
 CONFIG = '[job]\nname = "t"\ntrials = 4\n'
 FLOATS = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode", "latency",
@@ -204,3 +204,32 @@ def test_the_disk_changes_at_commits_only(tmp_path, monkeypatch):
     assert not (tmp_path / "out.h5.journal").exists()
     w.close(complete=True)
     assert read_results(path).points[0].schemes["gcc"]["trial"].tolist() == list(range(203))
+
+
+def test_a_reader_reads_one_commit_however_long_it_keeps_the_file_open(tmp_path):
+    """While a gcc_mpi reader has the file open, commits go to the journal only (the file does
+    not change in place): the reader keeps reading the commit it opened, whole; a reader opened
+    meanwhile reads the latest one through the journal; the first commit after they close
+    writes everything in place."""
+    path = tmp_path / "out.h5"
+    w = writer(path)
+    w.add_point(0, {})
+    w.append(0, "gcc", make_rows(0, 100))
+    w.commit()
+    with ResultsFile(path) as early:
+        for t in range(100, 3000, 100):
+            w.append(0, "gcc", make_rows(t, 100))
+            w.commit()
+        assert (tmp_path / "out.h5.journal").exists()  # the commits wait beside the file
+        with ResultsFile(path) as late:
+            assert late.read(0, "gcc")["trial"].tolist() == list(range(3000))
+        d = early.read(0, "gcc")  # every dataset, strings too, as it was when opened
+        assert d["trial"].tolist() == list(range(100))
+        assert d["reason"].tolist() == [""] * 100
+        np.testing.assert_array_equal(d["nmse"], make_rows(0, 100)["nmse"])
+    w.append(0, "gcc", make_rows(3000, 1))
+    w.commit()
+    assert not (tmp_path / "out.h5.journal").exists()
+    with h5py.File(path, "r", locking=False) as f:  # plain h5py: the file itself holds it
+        assert f["point_000/gcc/trial"][()].tolist() == list(range(3001))
+    w.close(complete=True)

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-N, POINTS, TRIALS, SCHEMES = 12, 2, 20000, ("a", "b")
+N, POINTS, TRIALS, SCHEMES = 12, 2, 12000, ("a", "b")
 COMMIT_SECONDS = 0.005
 
 
