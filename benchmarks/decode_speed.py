@@ -1,6 +1,7 @@
 """Decoding time at large N: N = 1024 workers, K = 64 inputs, m = 10 outputs, 900 results.
 
     python benchmarks/decode_speed.py [--calls 20] [--against DIR | --profile]
+    python benchmarks/decode_speed.py --scaling [--sizes 2048 4096 8192 16384] [--against DIR]
 
 Each call decodes a new random received set (so no cached decoder is reused) of digits-MLP
 results, including the automatic choice of lambda (the first decode of a code is reported
@@ -20,6 +21,12 @@ benchmarks/simulator_speed.py instead (K = 10, N = 40, 30 random results; exact 
 fixed-lengthscale rows). ``--profile`` prints instead where gcc's decodes
 (lengthscale "auto") spend their time: cProfile's functions by own time, the reference fits left
 out.
+
+``--scaling`` times letcc and gcc (lengthscale "auto") at several N instead (``--sizes``; K = 64,
+a random 88% of the results, as 900 of 1024 above), ``--calls`` decodes of new received sets
+each after one that sizes the windows: mean CPU time per decode, the nmse over those decodes,
+and the exponent of a least-squares line through log(CPU) against log(N). With ``--against DIR``
+the other checkout decodes the same sets in turn, and both are printed.
 """
 
 import argparse
@@ -178,6 +185,56 @@ def against(args):
               f"{same} of {args.calls}")
 
 
+SCALING = ("letcc", "gcc")
+
+
+def scaling(args):
+    """CPU per decode and nmse of letcc and gcc at each of ``args.sizes`` (see the notes)."""
+    codes = {"this": None}
+    if args.against:
+        load_checkout(args.against)
+        codes["against"] = None
+        other_config = importlib.import_module("gcc_mpi_against.config")
+        other_trial = importlib.import_module("gcc_mpi_against.trial")
+    print(f"K = {K}, m = 10 (digits MLP), 88% of N results; mean CPU ms per decode over "
+          f"{args.calls} decodes and nmse; load average {os.getloadavg()[0]:.1f}")
+    for name in SCALING:
+        cpu = {side: [] for side in codes}
+        for n in args.sizes:
+            sets = [f"code.workers={n}", f"data.batch={K}", f'code.schemes=["{name}"]']
+            setup, i = point_setup("digits-mlp", sets)
+            sides = {"this": setup.codes[name]}
+            if args.against:
+                job = other_config.load_job(JOBS / "digits-mlp.toml", sets)
+                sides["against"] = other_trial.PointSetup.build(job.points[0].config,
+                                                                job.base_dir).codes[name]
+            X, Y_true, _ = setup.inputs(i, 0)
+            Y_all = setup.target(sides["this"].encode(X)[0])
+            rng = np.random.default_rng(0)
+            got = int(round(0.88 * n))
+            first = rng.permutation(n)[:got]
+            for code in sides.values():  # sizes the windows, not timed
+                code.decode(first, Y_all[first])
+            spent, errs = dict.fromkeys(sides, 0.0), {side: [] for side in sides}
+            for k in range(args.calls):
+                received = rng.permutation(n)[:got]
+                for side in sorted(sides, reverse=k % 2 == 1):
+                    c0 = time.process_time()
+                    Y_hat, _ = sides[side].decode(received, Y_all[received])
+                    spent[side] += time.process_time() - c0
+                    errs[side].append(np.sum((Y_hat - Y_true) ** 2) / np.sum(Y_true**2))
+            line = f"  {name:6s} N = {n:5d}"
+            for side in sides:
+                cpu[side].append(1e3 * spent[side] / args.calls)
+                line += (f"   {side} {cpu[side][-1]:8.1f} ms, nmse "
+                         f"{10 * np.log10(np.mean(errs[side])):6.1f} dB")
+            print(line, flush=True)
+        for side in codes:
+            slope = np.polyfit(np.log(args.sizes), np.log(cpu[side]), 1)[0]
+            print(f"  {name:6s} {side}: CPU time grows as N^{slope:.2f} from N = "
+                  f"{args.sizes[0]} to {args.sizes[-1]}")
+
+
 def profile(calls):
     """cProfile of ``calls`` decodes of gcc with lengthscale "auto" (nothing else profiled)."""
     import cProfile
@@ -203,7 +260,12 @@ def main():
     ap.add_argument("--profile", action="store_true", help="profile gcc's decodes instead")
     ap.add_argument("--small", action="store_true",
                     help="N = 40, K = 10, 30 results (the simulator's digits-mlp point) instead")
+    ap.add_argument("--scaling", action="store_true",
+                    help="letcc and gcc at several N (--sizes): CPU per decode and its exponent")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
     args = ap.parse_args()
+    if args.scaling:
+        return scaling(args)
     if args.small:
         global N, K, RECEIVED, SCHEMES
         N, K, RECEIVED, SCHEMES = SMALL

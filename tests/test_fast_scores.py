@@ -73,11 +73,10 @@ class PlainWindowedSmoother(WindowedSmoother):
         Ys = np.asarray(Y, float)[self.order]
         nearest = np.clip(np.searchsorted(self.t, z), 1, self.n - 1)
         nearest -= (z - self.t[nearest - 1]) < (self.t[nearest] - z)
-        block = nearest // self.core
         u = np.empty((len(z), Ys.shape[1]))
         for g in self.groups:
-            pos = np.searchsorted(g.blocks, block)
-            mine = (pos < len(g.blocks)) & (g.blocks[np.minimum(pos, len(g.blocks) - 1)] == block)
+            pos = np.searchsorted(g.first, nearest, side="right") - 1
+            mine = (pos >= 0) & (nearest < g.end[np.maximum(pos, 0)])
             which = pos[mine]
             W, s, Yw = g.W[which], g.s[which], Ys[g.idx[which]]
             coef = W @ ((np.swapaxes(W, 1, 2) @ Yw) / (s + lam)[:, :, None])

@@ -63,7 +63,7 @@ def test_windows_pad_crowded_points_until_local():
     pads = [g.pad for g in windowed.groups]
     assert len(pads) > 1 and pads[0] == windowed.pad
     assert windowed.locality(windowed.candidates()[:1])[0] <= 1e-3
-    ends = np.concatenate([g.blocks for g in windowed.groups[1:]])
+    ends = np.concatenate([g.first for g in windowed.groups[1:]]) // windowed.core
     assert np.all((ends < 10) | (ends > len(t) // windowed.core - 10))  # only at the ends
 
 

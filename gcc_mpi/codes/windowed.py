@@ -30,24 +30,40 @@ SCALE_SAMPLE = 64
 # Core and first padding: local to LOCAL_TOL at the smallest lambdas for the cubic spline on 90% of
 # 1024 Chebyshev points away from their ends (benchmarks/decode_speed.py); others get more padding.
 CORE, PAD = 20, 12
+# Up to this many points the lambda grid is the global smoother's; beyond, its floor follows the
+# windows' own matrices (``floor_drop``).
+FLOOR_POINTS = 1024
+# Windows whose largest eigenvalue ``floor_drop`` takes (their median), spread over the points.
+TOP_SAMPLE = 8
 
 
 def widen(pad):
     return -(-3 * pad // 2)
 
 
-class _Windows:
-    """Windows of one width around the core blocks ``blocks`` of the sorted points ``ts``: the
-    exact smoother of each window's points, in the Demmler-Reinsch form of smoother.py."""
+def lambda_grid(drop):
+    """Candidate lambdas relative to the global smoother's largest eigenvalue, with the floor
+    ``drop`` times LAMBDA_FLOOR: GRID, continued below at its spacing down to that floor."""
+    if drop >= 1:
+        return GRID, LAMBDA_FLOOR
+    step = GRID[1] / GRID[0]
+    below = int(np.ceil(-np.log(drop) / np.log(step)))
+    return np.r_[GRID[0] * step ** -np.arange(below, 0, -1), GRID], LAMBDA_FLOOR * drop
 
-    def __init__(self, ts, blocks, core, pad, kernel, q):
+
+class _Windows:
+    """Windows of one width around cores of ``core`` sorted points ``ts`` from ``first`` (B,)
+    up to ``end`` (B,; a core may be short): the exact smoother of each window's points, in
+    the Demmler-Reinsch form of smoother.py."""
+
+    def __init__(self, ts, first, end, core, pad, kernel, q):
         n = len(ts)
         w = min(n, core + 2 * pad)
-        start = np.clip(blocks * core - pad, 0, n - w)
-        self.blocks, self.pad = blocks, pad
+        start = np.clip(first - pad, 0, n - w)
+        self.first, self.end, self.core, self.pad = first, end, core, pad
         self.idx = start[:, None] + np.arange(w)  # (B, w) window members
-        core_idx = blocks[:, None] * core + np.arange(core)
-        self.core_mask = core_idx < n  # the last block's core may be short
+        core_idx = first[:, None] + np.arange(core)
+        self.core_mask = core_idx < end[:, None]
         self.core_pos = np.minimum(core_idx, n - 1) - start[:, None]  # positions in the window
         self.q = min(q, w)
         T = ts[self.idx]
@@ -68,7 +84,7 @@ class _Windows:
         self._edge_hat()
         # outermost window points, where they are not the ends of the data
         real = self.core_mask[:, :, None] & np.stack([start > 0, start + w < n], axis=1)[:, None]
-        self.edge_real = real.reshape(len(blocks), -1)
+        self.edge_real = real.reshape(len(first), -1)
 
     def _core_rows(self, A):
         pos = self.core_pos.reshape(self.core_pos.shape + (1,) * (A.ndim - 2))
@@ -149,7 +165,8 @@ class WindowedSmoother:
         self.t, self.z, self.kernel, self.n = t[self.order], np.asarray(z, float), kernel, len(t)
         self.core, self.pad, self.q = core, pad, min(null_dim, len(t))
         self.args = (t, self.z, kernel, null_dim)
-        self.scale = self._global_scale()
+        self.scale = _global_scale(self.t, kernel, self.q)
+        self.grid, self.floor = lambda_grid(floor_drop(self.t, kernel, self.q, core + 2 * pad))
         # ``blocks``: only these core blocks get windows (a sample, to score a lengthscale)
         all_blocks = np.arange(-(-self.n // core))
         self.groups = self._local_windows(all_blocks if blocks is None else blocks, core, pad)
@@ -157,32 +174,28 @@ class WindowedSmoother:
         self.last_fit = None  # what computed the last apply: "windows of ..." or "global"
         self._local = None
 
-    def _global_scale(self):
-        """Largest eigenvalue of the global smoother's matrix, from an evenly spread subsample
-        (it grows in proportion to the number of points); it anchors the lambda grid."""
-        sub = self.t[:: max(1, -(-self.n // SCALE_SAMPLE))]
-        K = self.kernel(sub[:, None], sub[None, :])
-        if self.q:  # the penalised part: K projected off the polynomials
-            Q = np.linalg.qr(np.vander(sub, self.q, increasing=True), mode="complete")[0][:, self.q:]
-            K = Q.T @ K @ Q
-        top = np.linalg.eigvalsh(K)[-1] if len(K) else 0.0
-        return top * self.n / len(sub) if top > 0 else 1.0
-
     def _local_windows(self, todo, core, pad):
-        """Window groups, every block padded until local at the two smallest candidates; None when
-        some block would need a window of more than half the points, or the windows would cost
-        about as much as the global smoother."""
+        """Window groups, every block of ``core`` points padded until local at the two smallest
+        candidates; None when some block would need a window of more than half the points, or
+        the windows would cost about as much as the global smoother. Consecutive blocks that need
+        a padding of more than a core share one window's core (``chunks``): a wide window then
+        serves as many points as its padding, not one block, where the points crowd."""
         groups = []
         smallest = self._distinct()[:2]  # two, so that selection sees which way the score goes
         while len(todo):
-            w = core + 2 * pad
-            if w > self.n // 2 or len(todo) * w**3 > self.n**3 / 8:
+            k = max(1, pad // core)  # blocks per window
+            w = k * core + 2 * pad
+            if w > self.n // 2 or len(todo) / k * w**3 > self.n**3 / 8:
                 return None  # the global smoother is about as cheap
-            windows = _Windows(self.t, todo, core, pad, self.kernel, self.q)
+            pieces = chunks(todo, k)
+            first = np.array([p[0] for p in pieces]) * core
+            end = np.minimum(np.array([p[-1] + 1 for p in pieces]) * core, self.n)
+            windows = _Windows(self.t, first, end, k * core, pad, self.kernel, self.q)
             local = windows.locality(smallest).max(axis=1) <= LOCAL_TOL
             if local.any():
                 groups.append(windows.take(local) if not local.all() else windows)
-            todo, pad = todo[~local], widen(pad)
+            todo = np.concatenate([p for p, ok in zip(pieces, local) if not ok] or [todo[:0]])
+            pad = widen(pad)
         return groups
 
     def locality(self, lams):
@@ -191,10 +204,10 @@ class WindowedSmoother:
         return np.max([g.locality(lams).max(axis=0) for g in self.groups], axis=0)
 
     def effective_lambda(self, lam):
-        return max(float(lam), LAMBDA_FLOOR * self.scale)
+        return max(float(lam), self.floor * self.scale)
 
     def candidates(self):
-        return np.maximum(GRID * self.scale, LAMBDA_FLOOR * self.scale)
+        return np.maximum(self.grid * self.scale, self.floor * self.scale)
 
     def _distinct(self):
         """The candidates without the repeats of the floor (they score alike)."""
@@ -278,11 +291,10 @@ class WindowedSmoother:
         Ys = np.asarray(Y, float)[self.order]
         nearest = np.clip(np.searchsorted(self.t, z), 1, self.n - 1)
         nearest -= (z - self.t[nearest - 1]) < (self.t[nearest] - z)
-        block = nearest // self.core  # z is evaluated by the window whose core holds its nearest point
         u = np.empty((len(z), Ys.shape[1]))
-        for g in self.groups:
-            pos = np.searchsorted(g.blocks, block)
-            mine = (pos < len(g.blocks)) & (g.blocks[np.minimum(pos, len(g.blocks) - 1)] == block)
+        for g in self.groups:  # z is evaluated by the window whose core holds its nearest point
+            pos = np.searchsorted(g.first, nearest, side="right") - 1
+            mine = (pos >= 0) & (nearest < g.end[np.maximum(pos, 0)])
             if mine.any():
                 u[mine] = g.evaluate(pos[mine], z[mine], Ys, lam, self.kernel, self.t)
         return u
@@ -292,3 +304,61 @@ class WindowedSmoother:
         if self._global is None:
             self._global = KernelSmoother(*self.args)
         return self._global
+
+
+def chunks(blocks, k):
+    """The sorted block numbers ``blocks`` in pieces of at most ``k`` consecutive ones."""
+    runs = np.split(blocks, np.flatnonzero(np.diff(blocks) != 1) + 1)
+    return [piece for run in runs for piece in np.split(run, np.arange(k, len(run), k))]
+
+
+def _penalised(K, ts, q):
+    """K projected off the polynomials of degree < q at the points ts (the penalised part)."""
+    if not q:
+        return K
+    Q = np.linalg.qr(np.vander(ts, q, increasing=True), mode="complete")[0][:, q:]
+    return Q.T @ K @ Q
+
+
+def _global_scale(ts, kernel, q):
+    """Largest eigenvalue of the global smoother's matrix over the sorted points ``ts``, from an
+    evenly spread subsample (it grows in proportion to the number of points); it anchors the
+    lambda grid."""
+    sub = ts[:: max(1, -(-len(ts) // SCALE_SAMPLE))]
+    K = _penalised(kernel(sub[:, None], sub[None, :]), sub, q)
+    top = np.linalg.eigvalsh(K)[-1] if len(K) else 0.0
+    return top * len(ts) / len(sub) if top > 0 else 1.0
+
+
+def _window_top(ts, kernel, q, w):
+    """Median largest eigenvalue of the (penalised) kernel matrices of TOP_SAMPLE windows of w
+    consecutive points spread over the sorted points ``ts``, away from the ends."""
+    starts = np.linspace(0, len(ts) - w, TOP_SAMPLE + 2)[1:-1].round().astype(int)
+    T = ts[starts[:, None] + np.arange(w)]
+    K = kernel(T[:, :, None], T[:, None, :])
+    if q:
+        K = np.stack([_penalised(k, t, q) for k, t in zip(K, T)])
+    return float(np.median(np.linalg.eigvalsh(K)[:, -1]))
+
+
+def floor_drop(ts, kernel, q, w):
+    """How far below the global smoother's the lambda floor goes for windows of w points.
+
+    The global smoother's floor, LAMBDA_FLOOR times the largest eigenvalue of its matrix, is
+    where double precision ends for that matrix. Windows decompose only their own, whose largest
+    eigenvalue falls further below the global one the more points there are (as n^-1 for
+    Matern kernels, n^-4 for the cubic spline's semikernel: the points crowd, and the fit at the
+    global floor reaches over more and more of them, so windows widen and the decode grows as
+    n^2). So beyond FLOOR_POINTS points the floor drops by as much as that ratio fell since
+    FLOOR_POINTS points (measured on every (n / FLOOR_POINTS)-th point: the same points, as
+    many as then): the fit at the floor is as local, and as precise, as at FLOOR_POINTS points.
+    Up to FLOOR_POINTS, 1: the grid is the global smoother's."""
+    n = len(ts)
+    if n <= FLOOR_POINTS:
+        return 1.0
+    sub = ts[np.linspace(0, n - 1, FLOOR_POINTS).round().astype(int)]
+
+    def ratio(points):
+        return _window_top(points, kernel, q, w) / _global_scale(points, kernel, q)
+
+    return min(1.0, ratio(ts) / ratio(sub))

@@ -20,8 +20,7 @@ from functools import partial
 import numpy as np
 
 from .lengthscale import Choice, LengthscaleSmoother, coarse_to_fine, search
-from .smoother import GRID, LAMBDA_FLOOR
-from .windowed import CORE, LOCAL_TOL, PAD, WindowedSmoother
+from .windowed import CORE, FLOOR_POINTS, LOCAL_TOL, PAD, WindowedSmoother, lambda_grid
 
 # Windows whose core points choose the lengthscale and lambda (80 of the points).
 SAMPLE_BLOCKS = 4
@@ -95,9 +94,13 @@ class WindowedLengthscaleSmoother:
         return (idx, core) + self._stacked[1]
 
     def candidates(self, indices=None):
+        """Lambda candidates per lengthscale (L, G): the grid of windowed.lambda_grid, whose
+        floor follows the windows (their scale is the windows' largest eigenvalue times n / w,
+        so as many points fewer as at FLOOR_POINTS points move it as much)."""
         indices = list(range(len(self.lengthscales)) if indices is None else indices)
         scale = self._sample_windows(indices)[4]
-        return np.maximum(GRID[None, :] * scale[:, None], LAMBDA_FLOOR * scale[:, None])
+        grid, floor = lambda_grid(min(1.0, FLOOR_POINTS / len(self.t)))
+        return np.maximum(grid[None, :] * scale[:, None], floor * scale[:, None])
 
     def _sample_rows(self, Y):
         """Y's rows of the sample windows, transposed (B, m, w): made once per select, since the
