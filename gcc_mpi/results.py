@@ -577,6 +577,18 @@ def open_results(path):
     return f
 
 
+class _RootAttributes:
+    """``config_toml`` and ``complete`` from the root attributes ``attrs``."""
+
+    @property
+    def config_toml(self) -> str:
+        return self.attrs.get("config", "")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.attrs.get("complete", False))
+
+
 @dataclass
 class PointInfo:
     index: int
@@ -584,7 +596,7 @@ class PointInfo:
     schemes: list  # names, in the file's order
 
 
-class ResultsFile:
+class ResultsFile(_RootAttributes):
     """A results file open for reading, a (point, scheme) at a time and that in blocks of
     trials, so memory does not grow with the file. A context manager.
 
@@ -603,14 +615,6 @@ class ResultsFile:
                                              [s for s, sg in g.items()
                                               if isinstance(sg, h5py.Group)]))
         self.points.sort(key=lambda p: p.index)
-
-    @property
-    def config_toml(self) -> str:
-        return self.attrs.get("config", "")
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.attrs.get("complete", False))
 
     def _datasets(self, index, scheme):
         g = self._f[point_name(index)][scheme]
@@ -686,18 +690,10 @@ class PointResult:
 
 
 @dataclass
-class Results:
+class Results(_RootAttributes):
     path: str
     attrs: dict
     points: list
-
-    @property
-    def config_toml(self) -> str:
-        return self.attrs.get("config", "")
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.attrs.get("complete", False))
 
 
 def read_results(path) -> Results:
