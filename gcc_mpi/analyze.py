@@ -1,5 +1,7 @@
-"""Post-processing of a results file: pure functions from a path (or Results) to rows and text
-(figures: gcc_mpi.plots, imported only for ``--plot``).
+"""Post-processing of a results file: pure functions from a path (or Results, or an open
+ResultsFile) to rows and text (figures: gcc_mpi.plots, imported only for ``--plot``). Each
+(point, scheme) is read a block of trials at a time (``SchemeStats``), so memory does not grow
+with the file.
 
 One row per (sweep point, scheme) — the ``analyze --json`` contract of docs/output.md:
 ``point, scheme, trials, trials_failed, mse, nmse, mse_db, relacc, latency_p50, latency_p99,

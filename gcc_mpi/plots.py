@@ -18,6 +18,10 @@ SVG, named after the job (``comparison`` when files of different jobs are compar
 - ``<job>-nmse-distribution``: the distribution of the per-trial NMSE (in dB) of each
   approximate scheme at the last sweep point.
 
+The per-trial figures read their point a block of trials at a time and draw each distribution
+through at most 2000 order statistics (``quantiles.Column.outline``), so a file of any size
+takes the same memory.
+
 When other keys are swept too, each combination of their values gets its own line style; so
 does each file when several are compared (on the same axes). Schemes whose NMSE is at round-off
 (exact codes, below -200 dB) are left out of the accuracy figures and named in the legend: they
