@@ -247,8 +247,8 @@ STAT_DATASETS = ("failed", "nmse", "mse", "relacc", "latency", "used", "arrival"
 def summarize(results) -> list:
     """One row per (point, scheme), in point order then the file's scheme order, reading each
     (point, scheme) a block of trials at a time. ``results`` is a path, a :class:`Results` or
-    an open :class:`ResultsFile`."""
-    if isinstance(results, ResultsFile):
+    an open :class:`ResultsFile` (a file is opened once: on a live file, one commit's rows)."""
+    if isinstance(results, ResultsFile) or isinstance(results, Results) and results.in_memory:
         return _summarize(results)
     with ResultsFile(results.path if isinstance(results, Results) else results) as f:
         return _summarize(f)

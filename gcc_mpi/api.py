@@ -163,7 +163,7 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
         except Stop as e:  # the file is closed, complete = false, with every finished trial
             e.done, e.total, e.output = shown.done, total, output
             raise
-        results = read_results(out)
+        results = read_results(out, whole=output is None)  # the temporary file goes
     if output is None:
         results = dataclasses.replace(results, path=f"{job.config.job.name} (in memory)")
     return results

@@ -45,7 +45,6 @@ import numpy as np
 from .errors import JobError
 from .quantiles import Column, percentiles
 from .rates import FLOOR_DB, fit_rate_details
-from .results import ResultsFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -405,15 +404,14 @@ def last_points(results, labels):
         if not r.points:
             continue
         last = r.points[-1]
-        with ResultsFile(r.path) as f:
-            columns = {scheme: _trial_columns(f, last.index, scheme) for scheme in last.schemes}
+        columns = {scheme: _trial_columns(r, last.index, scheme) for scheme in last.schemes}
         points.append((label, last.params, columns))
     return points
 
 
-def _trial_columns(f, index, scheme):
+def _trial_columns(results, index, scheme):
     columns = {"latency": Column(), "nmse_db": Column()}
-    for d in f.blocks(index, scheme, ("failed", "latency", "nmse")):
+    for d in results.blocks(index, scheme, ("failed", "latency", "nmse")):
         for key, column in (("latency", columns["latency"]), ("nmse", columns["nmse_db"])):
             if key not in d:
                 continue

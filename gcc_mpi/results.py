@@ -695,12 +695,31 @@ class Results(_RootAttributes):
     attrs: dict
     points: list
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the datasets are held in memory (``read_results(..., whole=True)``) rather
+        than read from the file when asked for."""
+        return not any(isinstance(p.schemes, _Schemes) for p in self.points)
 
-def read_results(path) -> Results:
+    def blocks(self, index, scheme, names=None):
+        """One (point, scheme)'s trials in blocks, as ResultsFile.blocks: read from the file,
+        or its datasets whole when they are held in memory."""
+        schemes = next(p.schemes for p in self.points if p.index == index)
+        if isinstance(schemes, _Schemes):
+            with ResultsFile(self.path) as f:
+                yield from f.blocks(index, scheme, names)
+        else:
+            yield {k: v for k, v in schemes[scheme].items() if names is None or k in names}
+
+
+def read_results(path, whole=False) -> Results:
     """A results file's attributes and points; each scheme's datasets are read whole when
-    asked for (``points[i].schemes[name]``): for small files and tests. What must hold for any
-    size reads a ResultsFile block by block. Raises JobError if it is missing or not ours."""
+    asked for (``points[i].schemes[name]``), or all at once with ``whole`` (the file may then
+    go): for small files and tests. What must hold for any size reads in blocks
+    (``Results.blocks``, ResultsFile). Raises JobError if it is missing or not ours."""
     with ResultsFile(path) as f:
-        points = [PointResult(p.index, p.params, _Schemes(f.path, p.index, p.schemes))
+        points = [PointResult(p.index, p.params,
+                              {s: f.read(p.index, s) for s in p.schemes} if whole
+                              else _Schemes(f.path, p.index, p.schemes))
                   for p in f.points]
         return Results(f.path, f.attrs, points)
