@@ -24,8 +24,9 @@ the file opened with plain h5py straight after it (before any gcc_mpi command to
 a commit's journal was left, and the work lost: trials done when it was killed (the progress
 shown last) minus trials in the file, in seconds at the run's rate, plus the time since that
 progress was shown (an upper bound). ``--scale`` multiplies every
-trial count (0.01 for a quick look); ``--keep DIR`` writes the files there instead of a
-temporary folder (several GB at scale 1).
+trial count (0.01 for a quick look); ``--budget SECONDS`` stops a long run (sim40, sim1024, mpi)
+with SIGTERM after that long, the clean stop, and prints its figures up to there (exit 143);
+``--keep DIR`` writes the files there instead of a temporary folder (several GB at scale 1).
 """
 
 import argparse
@@ -87,9 +88,13 @@ class Run:
                 self.seen.append((time.monotonic(), int(m.group(1))))
         return self.proc.poll() is None
 
-    def wait(self):
+    def wait(self, budget=None):
+        """Wait for the end; after ``budget`` seconds send SIGTERM (the clean stop) to it."""
+        stopped = False
         while self.poll():
-            pass
+            if budget is not None and not stopped and time.monotonic() - self.start > budget:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                stopped = True
         code = self.proc.wait()
         os.close(self.master)
         return code
@@ -108,6 +113,7 @@ def rss_wrapper(out, cmd):
     """``--rss``: run ``cmd`` (inheriting every descriptor: an MPI rank's PMI connection) and
     write its peak resident memory in bytes to ``out`` (only on rank 0 under MPI)."""
     rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    signal.signal(signal.SIGTERM, lambda *_: None)  # --budget's SIGTERM is for the command
     proc = subprocess.Popen(cmd, close_fds=False)
     _, status, usage = os.wait4(proc.pid, 0)
     if rank == "0":
@@ -146,22 +152,22 @@ def mb(b):
     return f"{b / 1e6:.0f} MB"
 
 
-def long_run(name, cmd, out, rss_file, wrap=True):
-    """Run ``cmd`` to its end (under the --rss wrapper if ``wrap``; else it writes ``rss_file``
-    itself) and print its figures."""
+def long_run(name, cmd, out, rss_file, wrap=True, budget=None):
+    """Run ``cmd`` to its end or for ``budget`` seconds (under the --rss wrapper if ``wrap``;
+    else it writes ``rss_file`` itself) and print its figures."""
     run = Run(cmd, rss_file if wrap else None)
-    code = run.wait()
+    code = run.wait(budget)
     rss = int(Path(rss_file).read_text()) if Path(rss_file).exists() else 0
     size = os.path.getsize(out) if os.path.exists(out) else 0
     figures = timing(run.seen)
-    line = f"{name}: exit {code}, peak RSS {mb(rss)} (writing process), file {mb(size)}"
+    line = f"{name}: exit {code} after {time.monotonic() - run.start:.0f} s, {run.trials} trials, peak RSS {mb(rss)} (writing process), file {mb(size)}"
     if figures:
         (early, late), exponent = figures
         line += f", {early:.3f} ms/trial over the first tenth, {late:.3f} over the last"
         if exponent is not None:
             line += f", exponent {exponent:.3f} from 10^4 trials"
     print(line, flush=True)
-    if code:
+    if code not in (0, 143):
         print(run.text.decode(errors="replace")[-2000:])
     return code
 
@@ -266,6 +272,7 @@ def main():
                     choices=["sim40", "sim1024", "mpi", "kills"])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--budget", type=float, metavar="SECONDS")
     ap.add_argument("--keep", metavar="DIR")
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -281,12 +288,12 @@ def main():
             out = folder / "sim40.h5"
             long_run(f"simulate N = 40, {n(10**6)} trials", gcc_mpi(
                 "simulate", str(JOB), *job_sets(40, n(10**6)), "-o", str(out), "--overwrite"),
-                out, str(folder / "sim40.rss"))
+                out, str(folder / "sim40.rss"), budget=args.budget)
         elif case == "sim1024":
             out = folder / "sim1024.h5"
             long_run(f"simulate N = 1024, {n(10**5)} trials", gcc_mpi(
                 "simulate", str(JOB), *job_sets(1024, n(10**5)), "-o", str(out), "--overwrite"),
-                out, str(folder / "sim1024.rss"))
+                out, str(folder / "sim1024.rss"), budget=args.budget)
             readers(out, folder)
         elif case == "mpi":
             out = folder / "mpi15.h5"
@@ -300,7 +307,7 @@ def main():
             cmd = cmd[:cmd.index(sys.executable)] + [sys.executable, __file__, "--rss", rss,
                                                      "--"] + cmd[cmd.index(sys.executable):]
             long_run(f"run over MPI, 16 ranks, N = 15, {n(10**6)} trials", cmd, out, rss,
-                     wrap=False)
+                     wrap=False, budget=args.budget)
         elif case == "kills":
             kills(folder, args.kills, n(2 * 10**5))
     print("# commands: " + shlex.join(sys.argv))
