@@ -20,6 +20,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+import writer_child
 from writer_child import POINTS, SCHEMES, TRIALS, rows
 
 from gcc_mpi import journal
@@ -82,33 +83,48 @@ def assert_rows(path, complete=False):
         return [f.trials(p.index, SCHEMES[0]) for p in f.points]
 
 
+KILL_SECONDS = 15  # kills go on for this long (at least MIN_KILLS of them)
+MIN_KILLS = 6
+
+
 def test_random_kills_leave_readable_files_that_resume_to_the_whole_run(tmp_path):
+    """Many SIGKILLs of one writer's file, each at a random moment: every other one after a
+    random number of commits, the others at a random moment of a commit's in-place writes
+    (the writer sleeps between two halves of its pages: a torn commit). After each, the file
+    holds at least what the writer said it committed, exactly as written; then the run goes on
+    to a complete file equal to an uninterrupted run."""
     path = tmp_path / "out.h5"
     rng = random.Random(26)
+    kills = torn = 0
     done = False
-    for _ in range(5):
-        child = Child(path)
-        wanted = rng.randint(1, 12)  # commits before the kill, then a random moment
-        commits = 0
+    start = time.monotonic()
+    while not done and (kills < MIN_KILLS or time.monotonic() - start < KILL_SECONDS):
+        tearing = kills % 2 == 1
+        child = Child(path, *(["--slow-in-place"] if tearing else []))
+        wanted, seen = rng.randint(1, 6), 0
 
-        def counted(line):
-            nonlocal commits
-            commits += line.startswith("committed")
-            return commits >= wanted or line.startswith("done")
+        def event(line):
+            nonlocal seen
+            seen += line.startswith("in place" if tearing else "committed")
+            return seen >= wanted or line.startswith("done")
 
-        if not child.wait_for(counted) or child.lines[-1].startswith("done"):
-            child.kill()
+        if not child.wait_for(event) or child.lines[-1].startswith("done"):
             done = True
-            break
-        time.sleep(rng.uniform(0, 0.02))
+        else:
+            time.sleep(rng.uniform(0, writer_child.IN_PLACE_SECONDS if tearing else 0.02))
         child.kill()
-        journal = os.path.exists(journal_path(path))
-        assert journal or plain_h5py_opens(path)
+        kills += 1
+        journal_left = os.path.exists(journal_path(path))
+        torn += journal_left
+        assert journal_left or plain_h5py_opens(path)
         held = assert_rows(path)  # gcc_mpi finishes a commit a journal holds
-        point, trials = map(int, child.lines[-1].split()[1:])
-        assert held[point] >= trials  # nothing the writer said it committed is lost
+        said = [line for line in child.lines if line.startswith("committed")]
+        if said:
+            point, trials = map(int, said[-1].split()[1:])
+            assert held[point] >= trials  # nothing the writer said it committed is lost
         assert not os.path.exists(journal_path(path))
-        assert plain_h5py_opens(path) and sum(held) > 0
+        assert not journal_left or plain_h5py_opens(path)  # the finished commit is plain HDF5
+    assert kills >= MIN_KILLS and torn >= 1, (kills, torn)
     if not done:
         child = Child(path)
         assert child.wait_for(lambda line: line.startswith("done"))

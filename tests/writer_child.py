@@ -1,13 +1,15 @@
 """Test-only process for tests/test_kills.py: a ResultWriter that appends known rows.
 
-    python writer_child.py OUT.h5 [--pause-in-commit]
+    python writer_child.py OUT.h5 [--pause-in-commit | --slow-in-place]
 
 Appends trials 0..TRIALS-1 of two schemes at each of POINTS points to OUT.h5 (``--resume``
 semantics: a file left by an earlier kill is continued), blocks of random size, committing every
 COMMIT_SECONDS; prints "committed T" after each commit that made the disk hold trial T - 1 of the
 current point, and "done" at the end. ``--pause-in-commit``: the first commit with pages to write in place writes
 one of them, prints "in commit" and sleeps, so that a kill lands inside the window a journal
-protects. ``rows(t0, n)`` is what trial t holds; the test checks the files against it.
+protects. ``--slow-in-place``: every commit with pages to write in place writes half of them,
+prints "in place" and sleeps IN_PLACE_SECONDS before the rest, so that a kill at a random moment
+of that sleep tears a commit. ``rows(t0, n)`` is what trial t holds; the test checks the files against it.
 """
 
 import sys
@@ -17,6 +19,7 @@ import numpy as np
 
 N, POINTS, TRIALS, SCHEMES = 12, 2, 12000, ("a", "b")
 COMMIT_SECONDS = 0.005
+IN_PLACE_SECONDS = 0.01
 
 
 def rows(t0, n):
@@ -27,19 +30,19 @@ def rows(t0, n):
             "delay": grid * 1.0, "used": grid % 3 == 0, "error": (grid % 5).astype(np.int8)}
 
 
-def main(path, pause):
+def main(path, pause, slow):
     import gcc_mpi.journal as journal
     import gcc_mpi.results as results
 
     results.COMMIT_SECONDS = COMMIT_SECONDS
-    if pause:
+    if pause or slow:
         apply = journal._apply
 
         def slow_apply(fd, length, pages):
-            if len(pages) > 1:  # the first commit with pages in place (not the file's creation)
-                apply(fd, length, pages[:1])
-                print("in commit", flush=True)
-                time.sleep(60)
+            if len(pages) > 1:  # a commit with pages in place (not the file's creation)
+                apply(fd, length, pages[:1] if pause else pages[:len(pages) // 2])
+                print("in commit" if pause else "in place", flush=True)
+                time.sleep(60 if pause else IN_PLACE_SECONDS)
             apply(fd, length, pages)
 
         journal._apply = slow_apply
@@ -62,4 +65,4 @@ def main(path, pause):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--pause-in-commit" in sys.argv)
+    main(sys.argv[1], "--pause-in-commit" in sys.argv, "--slow-in-place" in sys.argv)
