@@ -18,7 +18,9 @@ For every run it prints the peak resident memory of the process that writes the 
 simulator, or MPI rank 0: each rank runs under this script's ``--rss`` wrapper, which waits for
 its child and reports its ``ru_maxrss``), the file's size, and the time per trial at the start
 and at the end, with the exponent of elapsed time against trials fitted from 10^4 trials on (1:
-a trial costs the same however long the file is). Those come from the progress the CLI redraws
+a trial costs the same however long the file is), in wall-clock time and in CPU time of the
+writing process (read from /proc at each progress shown: on a shared machine other work
+changes it less than the wall clock). Those come from the progress the CLI redraws
 every 0.2 s on a terminal (the run's stderr is a pseudo-terminal here). For each kill: whether
 the file opened with plain h5py straight after it (before any gcc_mpi command touched it), whether
 a commit's journal was left, and the work lost: trials done when it was killed (the progress
@@ -66,7 +68,9 @@ def gcc_mpi(*args):
 class Run:
     """A command whose stderr is a pseudo-terminal: the progress it shows, as (time, trials)."""
 
-    def __init__(self, cmd, rss_file=None, env=None):
+    def __init__(self, cmd, rss_file=None, env=None, pid_file=None):
+        self.pid_file, self.pid = pid_file, None
+        self.cpu = []  # (CPU seconds of the writing process, trials) at each progress shown
         self.master, slave = pty.openpty()
         wrapped = cmd if rss_file is None else [sys.executable, __file__, "--rss", rss_file,
                                                 "--", *cmd]
@@ -86,7 +90,21 @@ class Run:
             self.text = (self.text + data)[-20000:]
             for m in PROGRESS.finditer(data):
                 self.seen.append((time.monotonic(), int(m.group(1))))
+                cpu = self._cpu_seconds()
+                if cpu is not None:
+                    self.cpu.append((cpu, int(m.group(1))))
         return self.proc.poll() is None
+
+    def _cpu_seconds(self):
+        """User + system CPU seconds of the writing process (its pid from the --rss wrapper of
+        rank 0, or of the only command), or None."""
+        if self.pid is None and self.pid_file and os.path.exists(self.pid_file):
+            self.pid = int(Path(self.pid_file).read_text() or 0) or None
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, TypeError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def wait(self, budget=None):
         """Wait for the end; after ``budget`` seconds send SIGTERM (the clean stop) to it."""
@@ -115,6 +133,8 @@ def rss_wrapper(out, cmd):
     rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     signal.signal(signal.SIGTERM, lambda *_: None)  # --budget's SIGTERM is for the command
     proc = subprocess.Popen(cmd, close_fds=False)
+    if rank == "0":
+        Path(f"{out}.pid").write_text(str(proc.pid))
     _, status, usage = os.wait4(proc.pid, 0)
     if rank == "0":
         Path(out).write_text(str(usage.ru_maxrss * 1024))
@@ -123,7 +143,8 @@ def rss_wrapper(out, cmd):
 
 def timing(seen, first=10**4):
     """(ms per trial over the first and the last tenth, exponent of elapsed time against trials
-    from ``first`` trials on) of a run's progress."""
+    from ``first`` trials on) of a run's progress: ``seen`` is [(seconds, trials)], wall-clock
+    or CPU seconds."""
     t = np.array([s for s, _ in seen])
     n = np.array([k for _, k in seen], float)
     keep = np.r_[True, np.diff(n) > 0]
@@ -155,7 +176,7 @@ def mb(b):
 def long_run(name, cmd, out, rss_file, wrap=True, budget=None):
     """Run ``cmd`` to its end or for ``budget`` seconds (under the --rss wrapper if ``wrap``;
     else it writes ``rss_file`` itself) and print its figures."""
-    run = Run(cmd, rss_file if wrap else None)
+    run = Run(cmd, rss_file if wrap else None, pid_file=f"{rss_file}.pid")
     code = run.wait(budget)
     rss = int(Path(rss_file).read_text()) if Path(rss_file).exists() else 0
     size = os.path.getsize(out) if os.path.exists(out) else 0
@@ -164,6 +185,13 @@ def long_run(name, cmd, out, rss_file, wrap=True, budget=None):
     if figures:
         (early, late), exponent = figures
         line += f", {early:.3f} ms/trial over the first tenth, {late:.3f} over the last"
+        if exponent is not None:
+            line += f", exponent {exponent:.3f} from 10^4 trials"
+    figures = timing(run.cpu)
+    if figures:  # CPU time of the writing process: what other work on the machine changes least
+        (early, late), exponent = figures
+        line += (f"; CPU of the writing process {early:.3f} ms/trial over the first tenth, "
+                 f"{late:.3f} over the last")
         if exponent is not None:
             line += f", exponent {exponent:.3f} from 10^4 trials"
     print(line, flush=True)
