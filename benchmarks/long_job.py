@@ -1,13 +1,14 @@
 """Long jobs: memory, time per trial and kills over runs of 10^5 to 10^6 trials (issue 26).
 
-    python benchmarks/long_job.py [--cases sim40 sim1024 mpi kills] [--scale 1.0] [--kills 20]
-                                  [--keep DIR]
+    python benchmarks/long_job.py [--cases sim40 sim1024 mpi kills readers] [--scale 1.0]
+                                  [--kills 20] [--budget SECONDS] [--keep DIR]
 
 The job is the digits MLP (K = 10) with bacc alone, S = N / 4 fixed stragglers (0.1 s late):
 
 - ``sim40``:   ``simulate`` at N = 40 for 10^6 trials (a file of about 0.94 GB);
 - ``sim1024``: ``simulate`` at N = 1024 for 10^5 trials (about 1.9 GB); then ``analyze --json``,
-  ``analyze --plot`` and ``merge`` of that file;
+  ``analyze --plot``, ``analyze --html`` and ``merge`` of that file (``readers``: those alone, of
+  the file an earlier ``sim1024`` left in ``--keep DIR``);
 - ``mpi``:     ``run`` over MPI on 16 ranks, so N = 15 (rank 0 is the master: 16 ranks allow no
   more workers), for 10^6 trials;
 - ``kills``:   ``simulate`` at N = 40 for 2 x 10^5 trials, killed with SIGKILL ``--kills`` times
@@ -206,6 +207,8 @@ def readers(path, folder):
     for label, cmd in [("analyze --json", gcc_mpi("analyze", str(path), "--json")),
                        ("analyze --plot", gcc_mpi("analyze", str(path), "--plot",
                                                   str(folder / "figures"))),
+                       ("analyze --html", gcc_mpi("analyze", str(path), "--html",
+                                                  str(folder / "report.html"))),
                        ("merge", gcc_mpi("merge", str(path), "-o", str(folder / "merged.h5"),
                                          "--overwrite"))]:
         code, rss, seconds = peak_of(cmd)
@@ -297,7 +300,7 @@ def main():
         sys.exit(rss_wrapper(sys.argv[2], sys.argv[4:]))
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="+", default=["sim40", "sim1024", "mpi", "kills"],
-                    choices=["sim40", "sim1024", "mpi", "kills"])
+                    choices=["sim40", "sim1024", "mpi", "kills", "readers"])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--budget", type=float, metavar="SECONDS")
@@ -336,6 +339,8 @@ def main():
                                                      "--"] + cmd[cmd.index(sys.executable):]
             long_run(f"run over MPI, 16 ranks, N = 15, {n(10**6)} trials", cmd, out, rss,
                      wrap=False, budget=args.budget)
+        elif case == "readers":  # again, on the sim1024 file an earlier run left in --keep DIR
+            readers(folder / "sim1024.h5", folder)
         elif case == "kills":
             kills(folder, args.kills, n(2 * 10**5))
     print("# commands: " + shlex.join(sys.argv))
