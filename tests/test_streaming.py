@@ -8,7 +8,7 @@ import pytest
 
 import gcc_mpi.quantiles as quantiles
 import gcc_mpi.results as results
-from gcc_mpi.analyze import SchemeStats, summarize, summarize_scheme
+from gcc_mpi.analyze import SchemeStats, binomial_ppf, summarize, summarize_scheme
 from gcc_mpi.merge import merge
 from gcc_mpi.results import ResultsFile, ResultWriter
 
@@ -60,6 +60,18 @@ def test_blocks_give_the_figures_of_the_whole(monkeypatch):
     assert whole["trials"] == 5000 and whole["workers_lost"] == 1
     assert whole["latency_p99"] == np.percentile(d["latency"][~d["failed"] & np.isfinite(
         d["latency"])], 99)  # a single block is numpy's figure, bit for bit
+    ok = ~d["failed"]
+    lat = d["latency"][ok & np.isfinite(d["latency"])]
+    by_numpy = {  # the intervals as numpy computes them from the whole arrays
+        "relacc_ci95": 1.96 * np.std(d["relacc"][ok], ddof=1) / np.sqrt(ok.sum()),
+        "latency_mean": np.mean(lat), "latency_mean_ci95": 1.96 * np.std(lat, ddof=1)
+        / np.sqrt(lat.size),
+        "mse_db_ci95": 1.96 * 10 / np.log(10) * np.std(d["nmse"][ok], ddof=1)
+        / np.sqrt(ok.sum()) / np.mean(d["nmse"][ok]),
+        "latency_p99_lo": np.sort(lat)[binomial_ppf(0.025, lat.size, 0.99) - 1],
+        "latency_p99_hi": np.sort(lat)[binomial_ppf(0.975, lat.size, 0.99)]}
+    for k, v in by_numpy.items():
+        assert whole[k] == pytest.approx(v, rel=1e-12), k
     # columns too long for memory go to a file: the percentiles stay exact
     monkeypatch.setattr(quantiles, "MEMORY_VALUES", 1000)
     monkeypatch.setattr(quantiles, "SORT_VALUES", 100)
