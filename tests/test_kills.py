@@ -5,7 +5,7 @@ kill must leave a file that gcc_mpi reads whole (trials 0..n-1 of every scheme, 
 that --resume continues to exactly what an uninterrupted writer writes. A kill before a commit's
 pages are in place leaves the last commit, which plain h5py opens; a kill while they are written
 leaves the journal, which the next opener applies. The children wait for events on their stdout
-("committed", "in commit"), never for a fixed time.
+("committed", "in place", "in commit"), never for a fixed time.
 """
 
 import os
