@@ -127,7 +127,7 @@ def decode_and_score(code, received, Y_received, Y_true, classifier, encoded=Non
     ``encoded``: the fields the trial's encode gave (``timed_encode``): the trial's data points
     if the encoder chose them (info["alpha"]) and the inputs a code that ``uses_inputs`` needs."""
     encoded = encoded or {}
-    extra = {"inputs": encoded.get(INPUTS)} if code.uses_inputs else {}
+    extra = {"inputs": encoded.get(INPUTS)} if uses_inputs(code) else {}
     t0 = time.perf_counter()
     try:
         Y_hat, info = code.decode(received, Y_received, encoded.get("alpha"), **extra)
@@ -148,6 +148,12 @@ def empty_record(N):
     return rec
 
 
+def uses_inputs(code):
+    """Whether ``decode`` takes the trial's inputs; optional in the interface (a plug-in that does
+    not subclass LinearCode may leave it out)."""
+    return getattr(code, "uses_inputs", False)
+
+
 # The key under which a trial's fields carry what a code that ``uses_inputs`` decodes with: the
 # batch and its coded inputs. Working data of the trial, never recorded (job.Records skips it).
 INPUTS = "_inputs"
@@ -159,7 +165,7 @@ def timed_encode(code, X):
     t0 = time.perf_counter()
     X_coded, info = code.encode(X)
     fields = {"t_encode": time.perf_counter() - t0, **info}
-    if code.uses_inputs:
+    if uses_inputs(code):
         fields[INPUTS] = (X, X_coded)
     return X_coded, fields
 

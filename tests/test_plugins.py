@@ -213,6 +213,38 @@ def test_a_broken_plugin_is_one_line_and_exit_2(tmp_path, capsys, name):
         assert not out.exists()
 
 
+DUCK = '''
+import numpy as np
+
+
+class Duck:
+    """The interface without LinearCode: only the members check_code requires."""
+    exact, trial_alpha = False, False
+
+    def __init__(self, N, K):
+        self.N, self.K, self.active = N, K, np.arange(N)
+        self.E = np.ones((N, K)) / K + np.eye(N, K)
+
+    def encode(self, X):
+        return self.E @ X, {}
+
+    def decode(self, received, Y, alpha=None):
+        return np.linalg.pinv(self.E[received]) @ Y, {}
+
+    def decodable(self, mask):
+        return True
+'''
+
+
+def test_a_plugin_that_does_not_subclass_linearcode_runs(tmp_path):
+    """Members the interface calls optional (``uses_inputs``) are not required of a plug-in."""
+    (tmp_path / "codes.py").write_text(DUCK)
+    (tmp_path / "job.toml").write_text(JOB.format(name="Duck"))
+    assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out.h5")]) == 0
+    duck = read_results(tmp_path / "out.h5").points[0].schemes["codes.py:Duck"]
+    assert np.isfinite(duck["nmse"]).all() and not duck["failed"].any()
+
+
 def test_plugin_mistakes_in_the_job_file_name_the_key(tmp_path, capsys):
     (tmp_path / "codes.py").write_text(GOOD)
     job = tmp_path / "job.toml"
