@@ -156,19 +156,19 @@ def test_a_worker_stopped_for_good_on_another_host(tmp_path, bed):
     a reply rank 0 counts it as hung, the rounds go on without it (error code 5), and at the
     end a worker of its host resumes it (SIGCONT), so that it takes its EXIT: exit 0, a
     complete file naming it in ``hung``."""
-    job = start_slow(tmp_path, trials=24)
+    job = start_slow(tmp_path, trials=60)
     victim = on(job, bed[1])[-1]
     os.kill(ranks_of(job.err())[victim][0], signal.SIGSTOP)
     code, _, err = job.wait()
     assert code == 0, err
     res = read_results(tmp_path / "h.h5")
     assert res.complete
-    assert_consistent(res, at_most=24)
+    assert_consistent(res, at_most=60)
     hung = json.loads(res.attrs["hung"])
     assert [(e["rank"], e["host"]) for e in hung] == [(victim, bed[1])], err
     t = hung[0]["trial"]
     for name, d in res.points[0].schemes.items():
-        assert len(d["trial"]) == 24 and not d["used"][t + 1:, victim - 1].any(), name
+        assert len(d["trial"]) == 60 and not d["used"][t + 1:, victim - 1].any(), name
     assert (res.points[0].schemes["bacc"]["error"][t + 1:, victim - 1] == HUNG).all()
     assert not res.points[0].schemes["bacc"]["failed"].any()
 

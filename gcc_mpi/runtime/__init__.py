@@ -38,13 +38,7 @@ def run_command(args, *, simulate, default_output, check_output=None):
         from .run import load_job_for
 
         load_job_for(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
-        if mpi.launcher_rank() == 0:
-            from . import witness
-
-            witness.start()  # forked before MPI starts: names a rank whose death ends the job
-    import atexit
-
-    atexit.register(mpi.resume_stopped_siblings)  # before mpi4py's: runs after MPI_Finalize
+        mpi.before_start()
     with StopFlag() as stop:
         MPI = mpi.start()
         # after MPI_Init: replaces MPICH's own SIGUSR1 handler, which reacts to a dead peer
@@ -85,6 +79,4 @@ def run_command(args, *, simulate, default_output, check_output=None):
         # MPI_Finalize would wait for a dead rank forever. Under ULFM every rank skips it: a rank
         # that died at the very end may be unknown to the others, and Open MPI's launcher
         # takes a rank that ends without it as a normal end (exit code 0, no message)
-        if notice.count or mpi.fault_tolerant(MPI):
-            mpi.exit_without_finalize(code)
-        return code
+        return mpi.leave(code, finalize=not (notice.count or mpi.fault_tolerant(MPI)))

@@ -172,37 +172,39 @@ class FailureNotice:
         self.count += 1
 
 
-def exit_without_finalize(code):
+def before_start():
+    """What a rank of a multi-rank launch starts before MPI does (forks, which MPI may not
+    survive): rank 0's witness, and its host's warden if no rank of the host started it."""
+    from . import warden, witness
+
+    if launcher_rank() == 0:
+        witness.start()  # names a rank whose death ends the job
+    warden.start()  # ends what is left of the job on this host once the job ends here
+
+
+def leave(code, finalize=True):
+    """This rank's end, in order: its host's warden told (before MPI_Finalize, in which a
+    stopped rank would keep the others waiting), then ``code`` returned, for MPI_Finalize at
+    exit; or, with ``finalize`` false, ``exit_without_finalize``."""
+    if not finalize:
+        exit_without_finalize(code)
+    from . import warden
+
+    warden.tell("leaving")
+    return code
+
+
+def exit_without_finalize(code, word="leaving"):
     """End this rank now, skipping MPI_Finalize: after a rank of the job died, Finalize's
     process-manager barrier would wait for it forever (MPICH; under ULFM it does now and then:
-    3 of 3 runs with two dead ranks on a loaded machine hung there)."""
+    3 of 3 runs with two dead ranks on a loaded machine hung there). Its host's warden is told
+    ``word`` first (``leaving``, or ``abort`` when this rank ends the job)."""
+    from . import warden
+
     sys.stdout.flush()
     sys.stderr.flush()
-    resume_stopped_siblings()
+    warden.tell(word)
     os._exit(code)
-
-
-def resume_stopped_siblings():
-    """SIGCONT to the stopped processes that share this rank's parent — the launcher's daemon
-    of this node (hydra's proxy, Open MPI's prted), whose children are this job's ranks of the
-    node. Called as a rank leaves (after MPI_Finalize, or instead of it): the launcher waits
-    for every process, and a rank stopped after its last message (SIGSTOP at the very end:
-    2 of 3 runs of tests/test_hosts.py's stopped worker, before) would keep it waiting for
-    ever; resumed, it ends as the others did. A rank stopped when no other rank of its node
-    is left to see it is not resumed."""
-    parent = os.getppid()
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit() and int(e) != os.getpid()]
-    except OSError:  # not Linux
-        return
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                state, ppid = f.read().rpartition(")")[2].split()[:2]
-            if state == "T" and int(ppid) == parent:
-                os.kill(int(entry), signal.SIGCONT)
-        except (OSError, ValueError):
-            pass
 
 
 def process_gone(pid):
@@ -506,7 +508,7 @@ def abort(comm, code):
             comm.Revoke()
         except MPI.Exception:  # revoked already (by another rank)
             pass
-        exit_without_finalize(code)
+        exit_without_finalize(code, "abort")
     comm.Abort(code)
 
 

@@ -102,8 +102,7 @@ def probe_command(args):
                                 f"{' ' + args.job if args.job else ''}` (every rank but 0 is "
                                 "a worker; use the ranks the run will use)")
     probe_job(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
-    if mpi.launcher_rank() == 0:
-        witness.start()
+    mpi.before_start()
     with StopFlag() as stop:
         MPI = mpi.start()
         notice = mpi.FailureNotice().install()
@@ -120,9 +119,7 @@ def probe_command(args):
             else:
                 from .worker import main_worker
                 code = main_worker(comm, args, stop, timer=Timer())
-        if notice.count:
-            mpi.exit_without_finalize(code)
-        return code
+        return mpi.leave(code, finalize=not notice.count)
 
 
 def probe_master(comm, MPI, args, stop, notice):

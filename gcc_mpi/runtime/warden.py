@@ -1,0 +1,188 @@
+"""Each host's warden: once the job ends on its host, it ends what is left of it there.
+
+The launcher waits for every process of the job, so one that was stopped (SIGSTOP, a debugger)
+or got stuck after the job's last message keeps mpiexec up for ever: rank 0 resumes the silent
+workers it knows of (``hung``) and every rank resumes the stopped ranks of its node as it leaves,
+but a rank stopped after its node mates left, or one whose node has no other rank left to see
+it, has nobody to do it (1 run of 40 of ``benchmarks/chaos.py`` under ULFM hung so). Under ULFM
+an abort has the same hole: the rank that ends the job revokes MPI_COMM_WORLD and leaves, and a
+stopped rank never sees the revoke.
+
+So the first rank of each host to start forks a warden before MPI starts (the one that binds
+the host's abstract Unix socket, named after the launcher's daemon there — hydra's proxy, Open
+MPI's prted or prterun, the parent of every rank of the host), in a session of its own (out of
+the launcher's process groups, like rank 0's ``witness``). Its ranks are the daemon's other
+children. Each rank tells it ``leaving`` when it leaves in order (after LEAVE, a revoke, rank
+0's end) or ``abort`` when it ends the job itself; from the first such word on, the warden:
+
+- resumes (SIGCONT) every stopped rank of the host, at once and every LOOK s: a resumed worker
+  takes its LEAVE or sees the revoke, and leaves as the others did;
+- kills (SIGKILL) the ranks of the host still there END_GRACE s after the last word (stuck,
+  not stopped: the job is over for them, and the launcher waits);
+- after an ``abort`` under ULFM, once its own ranks are gone, ends the launcher's daemon
+  (SIGTERM, then SIGKILL) if it is still up ABORT_GRACE s later: it then waits for a rank on
+  another host that nobody resumed (the only rank of its host, stopped), and its end ends them
+  all. Only Open MPI's daemons are ended so (hydra's abort ends every process itself).
+
+It ends when no rank of its host is left, or its daemon is gone. It needs no other process of
+the job and no network: a host whose every rank is stopped is reached only through an abort on
+another host, and a stopped rank 0 stops the whole job (the scheduler's time limit ends that).
+Linux only (/proc, abstract sockets); elsewhere there is no warden.
+"""
+
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+from .mpi import process_gone
+
+_ADDRESS = "\0gcc_mpi-warden-{daemon}"
+LOOK = 0.2           # seconds between looks at the host's ranks once the job ends
+END_GRACE = 30.0     # seconds after the last rank's word before the ranks left are killed
+ABORT_GRACE = 5.0    # seconds after an abort before the launcher's daemon is ended (ULFM)
+OPEN_MPI_DAEMONS = ("prterun", "prted", "mpirun", "mpiexec", "orted", "orterun")
+
+
+def start():
+    """Fork this host's warden if no rank of the host did (before MPI starts); True if this
+    process forked it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    daemon = os.getppid()
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(_ADDRESS.format(daemon=daemon))
+        listener.listen(1024)
+    except OSError:  # a rank of this host started it already
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        try:
+            os.setsid()  # out of the launcher's process groups: its kill(-pgid) misses it
+            # only stderr (for its one line) and the socket: the rank's process-manager socket
+            # (hydra's PMI_FD) and stdout stay the rank's, whose close tells the launcher
+            # that the rank ended
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.dup2(devnull, 1)
+            os.closerange(3, listener.fileno())
+            os.closerange(listener.fileno() + 1, 1 << 16)
+            watch(listener, daemon)
+        finally:
+            os._exit(0)
+    listener.close()
+    return True
+
+
+def tell(word):
+    """Tell this host's warden (if any) that this rank leaves: ``leaving`` (in order) or
+    ``abort`` (it ends the job), before it does."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            s.connect(_ADDRESS.format(daemon=os.getppid()))
+            s.sendall(f"{word} {os.getpid()}\n".encode())
+    except OSError:  # no warden: nothing to tell
+        pass
+
+
+def ranks(daemon):
+    """{pid: state} of the processes whose parent is ``daemon`` (the host's ranks), but this
+    one; state as /proc says ("T": stopped)."""
+    found, me = {}, os.getpid()
+    try:
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return found
+    for pid in entries:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state, ppid = f.read().rpartition(")")[2].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if int(ppid) == daemon and state not in ("Z", "X"):
+            found[pid] = state
+    return found
+
+
+def resume_stopped(daemon):
+    """SIGCONT to the stopped ranks of ``daemon``; the ranks that are left ({pid: state})."""
+    left = ranks(daemon)
+    for pid, state in left.items():
+        if state in ("T", "t"):
+            _signal(pid, signal.SIGCONT)
+    return left
+
+
+def _signal(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _name(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def watch(listener, daemon, end_grace=END_GRACE, abort_grace=ABORT_GRACE):
+    """The warden's loop (see the module): words from the ranks on ``listener``, the ranks of
+    ``daemon`` looked at every LOOK s once one came."""
+    conns, buffer = [], {}
+    last_word, aborted, daemon_end = None, None, None
+    while True:
+        # a look a second until the first word (the ranks run), then every LOOK s
+        ready, _, _ = select.select([listener, *conns], [], [], 1.0 if last_word is None else LOOK)
+        for r in ready:
+            if r is listener:
+                conn, _ = listener.accept()
+                conns.append(conn)
+                buffer[conn] = b""
+                continue
+            data = r.recv(256)
+            if not data:
+                conns.remove(r)
+                r.close()
+                for line in buffer.pop(r).split(b"\n"):
+                    word = line.split()[:1]
+                    if word in ([b"leaving"], [b"abort"]):
+                        last_word = time.monotonic()
+                        if word == [b"abort"]:
+                            aborted = aborted or last_word
+            else:
+                buffer[r] += data
+        if process_gone(daemon):
+            return
+        if last_word is None:
+            if not ranks(daemon) and not conns:
+                return  # every rank of the host ended without a word (killed by its launcher)
+            continue
+        now = time.monotonic()
+        left = resume_stopped(daemon)
+        if left and now > last_word + end_grace:
+            print(f"gcc_mpi: {socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
+                  f"still ran {end_grace:g} s after the job ended on this host; killing them "
+                  "(SIGKILL)", file=sys.stderr, flush=True)
+            for pid in left:
+                _signal(pid, signal.SIGKILL)
+            last_word = now  # then look again: they are gone within a look
+        if left:
+            continue
+        if aborted is None or _name(daemon) not in OPEN_MPI_DAEMONS:
+            return
+        if now > aborted + abort_grace:  # Open MPI's daemon outlives the abort: end it
+            _signal(daemon, signal.SIGTERM if daemon_end is None else signal.SIGKILL)
+            daemon_end = daemon_end or now
+            if now > daemon_end + abort_grace:
+                return
+
