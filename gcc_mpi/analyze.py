@@ -37,7 +37,8 @@ from .quantiles import Column, order_statistics, percentiles
 from .results import Results, ResultsFile, read_results
 from .tables import aligned, format_param
 
-ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost"}  # codes of dataset error
+ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost",  # codes of dataset error
+                 5: "hung"}
 _STATS = ("trials", "trials_failed", "mse", "nmse", "mse_db", "mse_db_ci95", "relacc",
           "relacc_ci95", "latency_p50", "latency_p99", "latency_mean", "latency_mean_ci95",
           "latency_p99_lo", "latency_p99_hi", "overhead_p50",
@@ -227,7 +228,7 @@ def summarize_scheme(d) -> dict:
 
 def erasure_counts(d) -> dict:
     """``erasures``: {kind: worker results erased} over all trials (dataset ``error``: 1 raised,
-    2 nonfinite, 3 shape, 4 lost), and ``workers_lost``: how many workers' ranks died."""
+    2 nonfinite, 3 shape, 4 lost, 5 hung), and ``workers_lost``: how many workers' ranks died."""
     row = summarize_scheme({k: d[k] for k in ("error",) if k in d})
     return {"erasures": row["erasures"], "workers_lost": row["workers_lost"]}
 

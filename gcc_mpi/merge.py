@@ -13,7 +13,9 @@ The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, s
 and that a block of trials at a time (``ResultsFile.blocks``; so memory holds one block, whatever
 the files' sizes), and so is a (point, scheme) found twice compared: root attributes ``config`` and ``format`` as
 the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
-(their distinct values joined by "; "), ``lost`` the union of the inputs' lost ranks,
+(their distinct values joined by "; "), ``lost`` and ``hung`` the unions of the inputs' lost
+and hung ranks, ``hosts`` rank by rank the inputs' distinct hosts joined by "; " (point files of
+an array may have run on different nodes),
 ``complete`` true only if every input is complete and every scheme of every point of the job is
 present. Points are written in index order with their global index (``point_007`` stays
 ``point_007``), schemes in the job's order.
@@ -65,7 +67,8 @@ def _survey(paths):
     first = None
     sources = {}      # (index, scheme) -> path it is taken from
     info = {}         # path -> (complete, mpi)
-    lost = []         # every input's ``lost`` entries, each once
+    ranks = dict(lost=[], hung=[])  # every input's ``lost`` and ``hung`` entries, each once
+    hosts = []        # rank r -> the inputs' hosts of rank r, each once
     for path in paths:
         with open_results(path) as f:
             text = _attr(f, "config", "")
@@ -80,7 +83,11 @@ def _survey(paths):
                                         f"{_first_difference(text, config)}; merge files of one "
                                         "job only")
             info[path] = (bool(f.attrs.get("complete", False)), _attr(f, "mpi", ""))
-            lost += [e for e in json.loads(_attr(f, "lost", "[]")) if e not in lost]
+            for key, entries in ranks.items():
+                entries += [e for e in json.loads(_attr(f, key, "[]")) if e not in entries]
+            for r, host in enumerate(json.loads(_attr(f, "hosts", "[]"))):
+                hosts += [[] for _ in range(r + 1 - len(hosts))]
+                hosts[r] += [host] if host not in hosts[r] else []
             for name, g in f.items():
                 if not (isinstance(g, h5py.Group) and name.startswith("point_")):
                     continue
@@ -104,7 +111,7 @@ def _survey(paths):
                         raise JobError("merge", f"point {index} {expected}, scheme {scheme!r} is "
                                                 f"in both {other} and {path} with different data; "
                                                 "leave one of them out")
-    return config, job, sources, info, lost
+    return config, job, sources, info, dict(ranks, hosts=["; ".join(h) for h in hosts])
 
 
 def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
@@ -125,7 +132,7 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
         raise JobError("-o", f"{out} is a folder; give the merged file's name")
     if os.path.exists(out) and not overwrite:
         raise JobError("-o", f"{out} exists; use --overwrite to replace it")
-    config, job, sources, info, lost = _survey(paths)
+    config, job, sources, info, ranks = _survey(paths)
 
     expected = {(p.index, s) for p in job.points for s in p.config.code.schemes}
     present = set(sources)
@@ -136,8 +143,13 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
         writer = ResultWriter(out, config_toml=config, command=command, mpi=mpi,
                               overwrite=overwrite)
         with writer:
-            for e in sorted(lost, key=lambda e: (e["point"], e["trial"], e["rank"])):
+            order = lambda e: (e["point"], e["trial"], e["rank"])  # noqa: E731
+            for e in sorted(ranks["lost"], key=order):
                 writer.add_lost(e["rank"], e["point"], e["trial"])
+            for e in sorted(ranks["hung"], key=order):
+                writer.add_hung(e["rank"], e["point"], e["trial"], e["host"])
+            if ranks["hosts"]:
+                writer.set_hosts(ranks["hosts"])
             for point in job.points:
                 names = [s for s in point.config.code.schemes if (point.index, s) in present]
                 names += sorted(s for i, s in present if i == point.index and s not in names)

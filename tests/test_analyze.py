@@ -59,7 +59,7 @@ def test_summarize_by_hand(h5):
                         "latency_mean", "latency_mean_ci95", "latency_p99_lo", "latency_p99_hi",
                         "overhead_p50", "lengthscale_enc_median", "lengthscale_dec_median",
                         "erasures", "workers_lost"}
-    assert gcc["erasures"] == {"raised": 0, "nonfinite": 0, "shape": 0, "lost": 0}
+    assert gcc["erasures"] == {"raised": 0, "nonfinite": 0, "shape": 0, "lost": 0, "hung": 0}
     assert gcc["trials"] == 4 and gcc["trials_failed"] == 1
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
     assert gcc["mse_db"] == pytest.approx(10 * math.log10(0.02))
@@ -111,7 +111,7 @@ def test_table_and_csv(h5, tmp_path):
                         "latency_p99", "latency_mean", "latency_mean_ci95", "latency_p99_lo",
                         "latency_p99_hi", "overhead_p50", "lengthscale_enc_median",
                         "lengthscale_dec_median", "erasures_raised", "erasures_nonfinite",
-                        "erasures_shape", "erasures_lost", "workers_lost"]
+                        "erasures_shape", "erasures_lost", "erasures_hung", "workers_lost"]
     assert lines[1][:4] == ["2", "gcc", "4", "1"] and lines[1][8] == ""
 
 
@@ -139,7 +139,8 @@ def test_fit_rates_recovers_a_power_law_and_names_bad_keys():
 
 def test_erasures_by_kind_and_lost_workers(tmp_path):
     rows = rows4()
-    rows["error"] = np.array([[0, 1], [2, 4], [3, 4], [1, 4]], dtype=np.int8)  # worker 1 died
+    # worker 1 died; worker 0 did not answer once (a hung worker: code 5)
+    rows["error"] = np.array([[0, 1], [2, 4], [3, 4], [5, 4]], dtype=np.int8)
     path = tmp_path / "e.h5"
     with ResultWriter(path, config_toml="", command="test", mpi="simulate") as w:
         w.add_point(0, {})
@@ -148,11 +149,11 @@ def test_erasures_by_kind_and_lost_workers(tmp_path):
         clean["error"] = np.zeros((4, 2), np.int8)
         w.append(0, "bacc", clean)
     gcc, bacc = summarize(path)
-    assert gcc["erasures"] == {"raised": 2, "nonfinite": 1, "shape": 1, "lost": 3}
+    assert gcc["erasures"] == {"raised": 1, "nonfinite": 1, "shape": 1, "lost": 3, "hung": 1}
     assert gcc["workers_lost"] == 1 and bacc["workers_lost"] == 0
     table = format_table([gcc, bacc]).splitlines()
     assert table[0].split()[-1] == "erasures"
-    assert table[2].endswith("2 raised, 1 nonfinite, 1 shape, 3 lost, 1 worker lost")
+    assert table[2].endswith("1 raised, 1 nonfinite, 1 shape, 3 lost, 1 hung, 1 worker lost")
     assert table[3].endswith("-")
     assert "erasures" not in format_table([bacc])  # no column when nothing was erased
     parsed = json.loads(to_json([gcc]))[0]

@@ -873,8 +873,8 @@ class _Round:
 def test_a_worker_is_hung_past_its_delay_plus_ten_times_its_usual_time():
     """Due times: a worker owes the oldest reply it holds by max(the send, its last reply) +
     its delay + HANG (HANG_MIN = 3 s, or 10 x the 90th percentile of its results' time beyond
-    their delay), or by the STOP + HANG; never in a round nobody answered yet (an f slower
-    than HANG_MIN for everyone is no hang)."""
+    their delay), or by the STOP + HANG; not so in a round nobody answered yet (an f slower
+    than HANG_MIN for everyone is no hang: see the next test)."""
     from gcc_mpi.runtime.hung import HANG_MIN, Hung
 
     hung = Hung(None, None, None, {}, "here", 4)
@@ -901,3 +901,25 @@ def test_a_worker_is_hung_past_its_delay_plus_ten_times_its_usual_time():
     for _ in range(10):
         hung.replied(2, 1, 100.0, beyond=0.01)  # its own results: fast
     assert hung.hang_after()[2] == HANG_MIN
+
+
+def test_a_round_nobody_answers_waits_for_silence_then_its_workers_are_hung():
+    """A round no worker answered waits SILENCE = max(SILENCE_MIN = 60 s, 100 x the longest
+    rank 0's own f took on a batch) beyond each worker's delay, not for ever (every worker
+    stopped at once)."""
+    from gcc_mpi.runtime.hung import SILENCE_FACTOR, SILENCE_MIN, Hung
+
+    hung = Hung(None, None, None, {}, "here", 4)
+    r = _Round(1, [0, 1, 2], t_sent=100.0, delays=[0.0, 5.0, 0.0])
+    hung.timed(0.2)  # 100 x 0.2 s = 20 s: the floor holds
+    assert hung.silence() == SILENCE_MIN == 60.0
+    assert hung.look([r], 100.0 + SILENCE_MIN - 0.01) == []
+    hung.next_look = 0.0
+    assert hung.look([r], 100.0 + SILENCE_MIN + 0.01) == [1, 3]  # worker 1 sleeps 5 s more
+    assert hung.waited[1] == SILENCE_MIN
+    hung.timed(1.5)  # a slower f: 150 s
+    hung.next_look = 0.0
+    assert hung.silence() == 1.5 * SILENCE_FACTOR == 150.0
+    assert hung.look([r], 100.0 + 149.9) == []
+    hung.next_look = 0.0
+    assert hung.look([r], 100.0 + 5.0 + 150.01) == [1, 2, 3]

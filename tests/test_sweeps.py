@@ -178,12 +178,18 @@ def test_select_points_and_the_default_name_of_a_point_file(tmp_path, job_file, 
 
 
 # -- merge: everything is checked before the output exists ------------------------------------
-def write(path, config, points, complete=True, value=0.5, mpi="simulate", lost=()):
+def write(path, config, points, complete=True, value=0.5, mpi="simulate", lost=(), hung=(),
+          hosts=None):
     """A small results file: {index: params} with one scheme "gcc" of 2 trials; ``lost``:
-    (rank, point, trial) of ranks that died."""
+    (rank, point, trial) of ranks that died; ``hung``: (rank, point, trial, host) of ranks that
+    stopped answering; ``hosts``: the host of each rank."""
     w = ResultWriter(path, config_toml=config, command="test", mpi=mpi)
     for rank, point, trial in lost:
         w.add_lost(rank, point, trial)
+    for rank, point, trial, host in hung:
+        w.add_hung(rank, point, trial, host)
+    if hosts is not None:
+        w.set_hosts(hosts)
     rows = {"trial": np.arange(2), "failed": np.zeros(2, bool), "reason": ["", ""],
             "used": np.ones((2, 3), bool), "delay": np.zeros((2, 3)),
             "arrival": np.full((2, 3), 0.01), "relacc": np.full(2, np.nan)}
@@ -262,7 +268,22 @@ def test_merge_keeps_every_input_s_lost_ranks(tmp_path):
                     {"rank": 7, "worker": 6, "point": 1, "trial": 1}]
     merge([c], tmp_path / "none.h5")
     with h5py.File(tmp_path / "none.h5", "r") as f:
-        assert "lost" not in f.attrs
+        assert "lost" not in f.attrs and "hung" not in f.attrs and "hosts" not in f.attrs
+
+
+def test_merge_keeps_the_hung_ranks_and_the_hosts_of_every_input(tmp_path):
+    """Point files of an array may have run on different nodes: rank r's host in the merged
+    file joins the inputs' distinct hosts of rank r with "; " (as ``mpi`` does)."""
+    a = write(tmp_path / "a.h5", CONFIG, {0: {"stragglers.count": 0}}, hung=[(2, 0, 1, "n1")],
+              hosts=["n1", "n1", "n1"])
+    b = write(tmp_path / "b.h5", CONFIG, {1: {"stragglers.count": 1}}, hung=[(1, 1, 0, "n7")],
+              hosts=["n1", "n7", "n1"])
+    merge([a, b, a], tmp_path / "out.h5")
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        hung, hosts = json.loads(f.attrs["hung"]), json.loads(f.attrs["hosts"])
+    assert hung == [{"rank": 2, "worker": 1, "point": 0, "trial": 1, "host": "n1"},
+                    {"rank": 1, "worker": 0, "point": 1, "trial": 0, "host": "n7"}]
+    assert hosts == ["n1", "n1; n7", "n1"]
 
 def test_merge_on_the_command_line(tmp_path, capsys):
     a = write(tmp_path / "a.h5", CONFIG, {0: {"stragglers.count": 0}})

@@ -12,9 +12,13 @@ every reply it is owed a due time, for the oldest task each worker holds (it doe
 
 with the worker's own HANG = max(HANG_MIN, HANG_FACTOR x the 90th percentile of how long its
 last results took beyond their injected delay — f's time, and queueing behind its earlier tasks;
-any worker's slowest before it has HISTORY_MIN of its own), and only once some worker answered
-that round: a round nobody answered yet is as slow as f is, not a hung worker (an f of 5 s
-would otherwise make every worker "hung" in the first round). A worker past its due time is
+any worker's slowest before it has HISTORY_MIN of its own). Until some worker answered that
+round the HANG is SILENCE = max(SILENCE_MIN, SILENCE_FACTOR x the longest that rank 0's own f
+took on a trial's whole batch (``timed``, the exact results every trial is scored against):
+a round nobody answered yet is as slow as f is, not a hung worker (an f of 5 s would otherwise
+make every worker "hung" in the first round), but not slower than f on K inputs by a factor 100
+— every worker silent that long (every one stopped, a filesystem that every node waits for) is
+hung, and the job goes on without them to its end. A worker past its due time is
 *hung*: rank 0 says so (a line on stderr, the file's root attribute ``hung`` with the trial)
 and takes it out of the rounds (``Master._silence``): a round still waiting for it stops waiting
 (error code HUNG, and a STOP, so that the worker skips that task if it comes back), and a
@@ -55,6 +59,8 @@ HISTORY = 32         # results per worker that its usual time is taken from
 HISTORY_MIN = 4      # ... at least
 LOOK_EVERY = 0.5     # seconds between looks for overdue replies
 RESUME_GRACE = 5.0   # seconds a hung worker has at the end, once resumed, to answer
+SILENCE_MIN = 60.0   # seconds: a round that no worker answered waits at least this long ...
+SILENCE_FACTOR = 100.0  # ... and 100 x rank 0's own f on a trial's batch (see above)
 
 
 class Stuck(WorkerLost):
@@ -94,6 +100,8 @@ class Hung:
         self.results = np.zeros(size, np.int64)         # ... how many there were
         self.answered = set()   # seqs of the rounds in flight that some worker answered
         self.next_look = 0.0    # time.perf_counter() of the next look for overdue replies
+        self.f_time = 0.0       # seconds: the longest rank 0's f took on a trial's batch
+        self.waited = {}        # rank -> the HANG it was found late by (for its message)
 
     def hang_after(self):
         """Each rank's HANG (seconds), from its results so far."""
@@ -103,6 +111,14 @@ class Hung:
         if mine.any():
             usual[mine] = np.nanpercentile(self.beyond[mine], 90, axis=1)
         return np.maximum(HANG_MIN, HANG_FACTOR * usual)
+
+    def timed(self, seconds):
+        """Rank 0's f took ``seconds`` on a trial's batch (its exact results)."""
+        self.f_time = max(self.f_time, seconds)
+
+    def silence(self):
+        """SILENCE (seconds): the HANG of every worker in a round that nobody answered yet."""
+        return max(SILENCE_MIN, SILENCE_FACTOR * self.f_time)
 
     def replied(self, rank, seq, now, beyond=None):
         """A reply of ``rank`` to round ``seq`` came at ``now``; ``beyond``: how long a result
@@ -121,17 +137,19 @@ class Hung:
         self.next_look = now + LOOK_EVERY
         rounds = sorted(rounds, key=lambda r: r.seq)
         self.answered &= {r.seq for r in rounds}
-        hang, late, seen = self.hang_after(), [], set()
+        hang, silence, late, seen = self.hang_after(), self.silence(), [], set()
         for r in rounds:
             for w in r.pending - seen:  # a worker's later tasks are due after its oldest
                 seen.add(w)
                 start = max(r.t_sent, self.last_reply[w + 1])
+                grace = hang[w + 1] if r.seq in self.answered else silence
                 if w in r.stopped:
-                    due = max(start, r.decided) + hang[w + 1]
+                    due = max(start, r.decided) + grace
                 else:
-                    due = start + float(r.rec["delay"][w]) + hang[w + 1]
-                if now > due and r.seq in self.answered:
+                    due = start + float(r.rec["delay"][w]) + grace
+                if now > due:
                     late.append(w + 1)
+                    self.waited[w + 1] = grace
         return sorted(late)
 
     def park(self, rank, where, slots, slot, w, stop, seq, trial):

@@ -209,7 +209,9 @@ class Master:
             except RankFailure as e:  # a rank died between rounds
                 self._bury(e)
             X, delays = setup.draw(point, t, inject=True)
+            t0 = time.perf_counter()
             Y_true, why = setup.reference(X)
+            self.hung.timed(time.perf_counter() - t0)  # bounds a round nobody answers (hung)
             records[t] = {}
             for name in names:
                 if Y_true is None:  # f failed on the inputs: no round at all
@@ -466,7 +468,7 @@ class Master:
         if self.writer is not None:
             self.writer.add_hung(rank, point, t, host)
         print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
-              f"{self.hung.hang_after()[rank]:.1f} s, in trial {t} of point {point}; a straggler "
+              f"{self.hung.waited.get(rank, 0.0):.1f} s, in trial {t} of point {point}; a straggler "
               f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
               "answers", file=sys.stderr, flush=True)
 
