@@ -169,6 +169,43 @@ def test_an_exception_on_a_worker_under_ulfm_ends_every_rank(tmp_path):
     assert "gcc_mpi: another rank ended the job (it revoked MPI_COMM_WORLD" in err, err
 
 
+STOPS_ITSELF_F = '''
+import os
+import signal
+
+import numpy as np
+
+if (os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMI_RANK")) == "3":
+    os.kill(os.getpid(), signal.SIGSTOP)  # while rank 3 builds f: after its HELLO, no READY
+
+
+def f(X):
+    return np.tanh(X)
+'''
+
+
+@needs_mpiexec
+@needs_ulfm
+def test_a_worker_silent_at_start_up_is_ended_and_the_job_goes_on_without_it(tmp_path):
+    """Rank 3 stops itself while it builds f (HELLO sent, READY never): STARTUP_SILENCE (30 s)
+    after the others were READY rank 0 ends it (SIGKILL), and under ULFM the job runs without
+    it (LOST in every trial, bacc and gcc never fail). The wait is rank 0's, bounded; the test
+    only waits for the job's end."""
+    write(tmp_path, slow_py=STOPS_ITSELF_F, slow_toml=SLOW)
+    code, _, err = run(["run", "slow.toml", "-o", "s.h5", "-q", "--set", "job.trials=4"],
+                       tmp_path, ranks=7, mpiexec_options=KEEP_GOING)
+    assert code == 0, err
+    assert re.search(r"gcc_mpi: rank 3 \(worker 2, pid \d+ on \S+\) did not get ready within "
+                     r"30 s of the others; ending it \(SIGKILL\)", err), err
+    res = read_results(tmp_path / "s.h5")
+    assert res.complete
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 4 and (d["error"][:, 2] == LOST).all(), name
+        assert not d["used"][:, 2].any(), name
+    for name in ("bacc", "gcc"):
+        assert not res.points[0].schemes[name]["failed"].any(), name
+
+
 # -- either MPI ------------------------------------------------------------------------------
 @needs_mpiexec
 def test_the_default_job_on_12_ranks_names_its_mpi(tmp_path):

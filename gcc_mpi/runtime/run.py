@@ -95,7 +95,9 @@ def main_master(comm, args, default_output, stop=None, notice=None, check_output
         preflight_job(job, args, comm)
         stop.set_limit(job.config.job.time_limit)
         # every point's data, model and codes (only point I with --point I): bad input fails here
+        t0 = time.perf_counter()
         prepared = prepare(job, select_points(job, getattr(args, "point", None)))
+        built = time.perf_counter() - t0  # the workers build f meanwhile: the handshake's bound
         out = Path(args.output) if args.output else default_output(job)
         if check_output is not None:
             check_output(job, prepared, out, args.resume, simulate=False)
@@ -119,7 +121,7 @@ def main_master(comm, args, default_output, stop=None, notice=None, check_output
     host = MPI.Get_processor_name()
     master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), stop, notice, {}, host=host, ft=ft)
     try:
-        handshake(comm, master)
+        handshake(comm, master, built)
     except WorkerLost as e:
         witness.done()
         writer.close(complete=False)
@@ -181,18 +183,21 @@ def finish(master, comm, code):
     abort(comm, code)
 
 
-def handshake(comm, master):
+def handshake(comm, master, built=0.0):
     """HELLO (pid, host), then READY, of every other rank (protocol), into ``master.peers``.
     A rank that dies meanwhile is buried (``Deaths``: ULFM, or hydra's notice and its pid) and
-    the run goes on without it. A rank silent STARTUP_SILENCE s after all others were READY
-    (stopped, stuck) is resumed, then ended (``Hung``), and counts as dead. WorkerLost when a
-    death cannot be named (hydra's notice before the dead rank's HELLO)."""
+    the run goes on without it. A rank silent max(STARTUP_SILENCE, 10 x the start-up so far)
+    s after the last other one answered (stopped, stuck) is ended (SIGKILL) and counts as
+    dead. When no rank answers a phase within max(STARTUP_SILENCE, 10 x ``built``, the
+    seconds rank 0 took to build the job: the workers build f as rank 0 did), or a death cannot
+    be named (hydra's notice before the dead rank's HELLO): WorkerLost."""
     from mpi4py import MPI
 
     deaths, peers = master.deaths, master.peers
     start, backoff = time.perf_counter(), Backoff(IDLE_FIRST, SLEEP_IDLE)
     for phase in ("HELLO", "READY"):
         waiting, last = set(range(1, comm.size)) - deaths.dead, None
+        since = time.perf_counter()
         while waiting:
             came = False
             try:
@@ -211,6 +216,9 @@ def handshake(comm, master):
             now = time.perf_counter()
             if came:
                 backoff.reset()
+            elif last is None and now - since > max(STARTUP_SILENCE, 10 * built):
+                raise WorkerLost(f"no worker answered at start-up ({phase}) within "
+                                 f"{now - since:.0f} s")
             elif last is not None and now - last > max(STARTUP_SILENCE, 10 * (last - start)):
                 if phase == "HELLO":
                     raise WorkerLost(f"ranks {sorted(waiting)} did not answer at start-up")
