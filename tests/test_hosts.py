@@ -175,6 +175,29 @@ def test_a_worker_stopped_for_good_on_another_host(tmp_path, bed):
 
 @needs_mpiexec
 @on_hosts
+@pytest.mark.ulfm
+def test_an_abort_ends_the_job_when_the_only_rank_of_a_host_is_stopped(tmp_path, bed):
+    """Under ULFM: the third host's first worker killed (survived), its other one stopped for
+    good. At the end no live rank of that host can resume it, so rank 0 ends the job (revoke,
+    exit 1); the stopped rank never sees the revoke and Open MPI's mpiexec would wait for it
+    for ever, until the warden of rank 0's host ends mpiexec 5 s after the abort. No process
+    is left on any host (``Launch.wait``); the file is complete."""
+    job = start_slow(tmp_path, trials=30, options=KEEP_GOING)
+    first, last = on(job, bed[2])
+    ranks = ranks_of(job.err())
+    os.kill(ranks[first][0], signal.SIGKILL)
+    job.wait_for_err(rf"rank {first} \(worker \d+, pid \d+ on {bed[2]}\) died", 60)
+    os.kill(ranks[last][0], signal.SIGSTOP)
+    code, _, err = job.wait()
+    assert code != 0, err
+    assert f"rank {last} on {bed[2]} does not answer and no live rank of {bed[2]} can end it" \
+        in err, err
+    assert job.processes() == []
+    assert read_results(tmp_path / "h.h5").complete
+
+
+@needs_mpiexec
+@on_hosts
 def test_rank_0_killed_leaves_no_process_on_any_host(tmp_path, bed):
     """SIGKILL of rank 0: the launcher ends every rank on every host (``Launch.wait`` fails
     if any process of the launch, on any host, outlives it by 10 s); the file on disk is the

@@ -2,9 +2,10 @@
 
 The launcher waits for every process of the job, so one that was stopped (SIGSTOP, a debugger)
 or got stuck after the job's last message keeps mpiexec up for ever: rank 0 resumes the silent
-workers it knows of (``hung``) and every rank resumes the stopped ranks of its node as it leaves,
-but a rank stopped after its node mates left, or one whose node has no other rank left to see
-it, has nobody to do it (1 run of 40 of ``benchmarks/chaos.py`` under ULFM hung so). Under ULFM
+workers it knows of (``hung``, through a live worker of their node), but a rank stopped after
+its BYE, once its node mates had left, had nobody to resume it (1 run of 40 of
+``benchmarks/chaos.py`` under ULFM hung so, and tests/test_hosts.py's stopped worker under MPICH
+once, when the stop came after the last trial). Under ULFM
 an abort has the same hole: the rank that ends the job revokes MPI_COMM_WORLD and leaves, and a
 stopped rank never sees the revoke.
 
