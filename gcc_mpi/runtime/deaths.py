@@ -25,7 +25,8 @@ import sys
 import time
 
 from ..erasures import LOST
-from .mpi import RankFailure, process_gone
+from .mpi import RankFailure
+from .warden import process_gone
 
 FIND_DEAD = 2.0    # seconds to look for the dead rank after a report that names none
 LOOK_EVERY = 0.5   # seconds between looks for ended worker processes under ULFM

@@ -207,21 +207,6 @@ def exit_without_finalize(code, word="leaving"):
     os._exit(code)
 
 
-def process_gone(pid):
-    """True when process ``pid`` (on this node) no longer runs (gone, or a zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
-    except OSError:
-        return False
-
-
 def library(MPI):
     """The MPI library's name and version, one line ("MPICH Version: 4.3.0", "Open MPI v5.0.11,
     package: ..."): Open MPI's string ends in a NUL byte, which HDF5 attributes cannot hold."""

@@ -38,8 +38,6 @@ import socket
 import sys
 import time
 
-from .mpi import process_gone
-
 _ADDRESS = "\0gcc_mpi-warden-{daemon}"
 LOOK = 0.2           # seconds between looks at the host's ranks once the job ends
 END_GRACE = 30.0     # seconds after the last rank's word before the ranks left are killed
@@ -126,6 +124,21 @@ def _signal(pid, signum):
         os.kill(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def process_gone(pid):
+    """True when process ``pid`` (on this node) no longer runs (gone, or a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return False
 
 
 def _name(pid):
