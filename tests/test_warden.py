@@ -1,6 +1,7 @@
 """The hosts' warden (gcc_mpi/runtime/warden.py) without MPI: a stand-in for the launcher's
-daemon starts three "ranks"; once one of them says it leaves, the warden resumes the one that
-is stopped (it then ends by itself) and kills the one that is still there after the grace."""
+daemon starts three "ranks", which tell the warden who they are; once one of them says it
+leaves, the warden resumes the one that is stopped (it then ends by itself) and kills the one
+that is still there after the grace."""
 
 import json
 import os
@@ -27,6 +28,10 @@ RANK = r"""
 import os, sys, time
 from gcc_mpi.runtime import warden
 role, go = sys.argv[1], os.environ["GO"]
+while not os.path.exists(go + ".up"):  # the test's warden listens
+    time.sleep(0.02)
+assert not warden.start()  # the socket is taken: this rank says "rank" to the warden there
+open(f"{go}.{role}", "w").close()
 while not os.path.exists(go):
     time.sleep(0.02)
 if role == "leaver":
@@ -46,18 +51,22 @@ def test_the_warden_resumes_a_stopped_rank_and_kills_a_stuck_one(tmp_path):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(warden._ADDRESS.format(daemon=daemon.pid))
         listener.listen(8)
-        watcher = threading.Thread(target=warden.watch, args=(listener, daemon.pid),
+        watcher = threading.Thread(target=warden.watch, args=(listener, daemon.pid, set()),
                                    kwargs=dict(end_grace=2.0), daemon=True)
         watcher.start()
-        os.kill(pids["stopped"], signal.SIGSTOP)
-        until = time.monotonic() + 60  # an event, not a time: /proc says it is stopped
-        while warden.ranks(daemon.pid).get(pids["stopped"]) != "T":
-            assert time.monotonic() < until, warden.ranks(daemon.pid)
+        (tmp_path / "go.up").touch()
+        until = time.monotonic() + 60  # events, not times: the ranks said "rank", then /proc
+        while not all((tmp_path / f"go.{role}").exists() for role in pids):
+            assert time.monotonic() < until
+            time.sleep(0.02)
+        os.kill(pids["stopped"], signal.SIGSTOP)  # says it is stopped
+        while warden.state(pids["stopped"]) != "T":
+            assert time.monotonic() < until, warden.state(pids["stopped"])
             time.sleep(0.02)
         go.touch()  # the leaver says "leaving"; the stopped one would end too, if resumed
         watcher.join(120)
         assert not watcher.is_alive()
-        codes = json.loads(daemon.stdout.readline())
+        codes = json.loads(daemon.communicate(timeout=120)[0])  # every rank ended
         assert codes == {"leaver": 0, "stopped": 0, "stuck": -signal.SIGKILL}, codes
     finally:
         daemon.kill()

@@ -12,9 +12,10 @@ stopped rank never sees the revoke.
 So the first rank of each host to start forks a warden before MPI starts (the one that binds
 the host's abstract Unix socket, named after the launcher's daemon there — hydra's proxy, Open
 MPI's prted or prterun, the parent of every rank of the host), in a session of its own (out of
-the launcher's process groups, like rank 0's ``witness``). Its ranks are the daemon's other
-children. Each rank tells it ``leaving`` when it leaves in order (after LEAVE, a revoke, rank
-0's end) or ``abort`` when it ends the job itself; from the first such word on, the warden:
+the launcher's process groups, like rank 0's ``witness``); every other rank of the host says
+``rank`` to it at start-up. Each rank tells it ``leaving`` when it leaves in order (after LEAVE,
+a revoke, rank 0's end) or ``abort`` when it ends the job itself; from the first such word on,
+the warden:
 
 - resumes (SIGCONT) every stopped rank of the host, at once and every LOOK s: a resumed worker
   takes its LEAVE or sees the revoke, and leaves as the others did;
@@ -46,8 +47,8 @@ OPEN_MPI_DAEMONS = ("prterun", "prted", "mpirun", "mpiexec", "orted", "orterun")
 
 
 def start():
-    """Fork this host's warden if no rank of the host did (before MPI starts); True if this
-    process forked it."""
+    """Fork this host's warden if no rank of the host did (before MPI starts), or tell it of
+    this rank; True if this process forked it."""
     if not sys.platform.startswith("linux"):
         return False
     daemon = os.getppid()
@@ -56,9 +57,11 @@ def start():
         listener.bind(_ADDRESS.format(daemon=daemon))
         listener.listen(1024)
     except OSError:  # a rank of this host started it already
+        tell("rank", tries=50)  # it may have bound its socket and not yet listen()ed
         return False
     sys.stdout.flush()
     sys.stderr.flush()
+    rank = os.getpid()
     if os.fork() == 0:
         try:
             os.setsid()  # out of the launcher's process groups: its kill(-pgid) misses it
@@ -70,51 +73,44 @@ def start():
             os.dup2(devnull, 1)
             os.closerange(3, listener.fileno())
             os.closerange(listener.fileno() + 1, 1 << 16)
-            watch(listener, daemon)
+            watch(listener, daemon, {rank})
         finally:
             os._exit(0)
     listener.close()
     return True
 
 
-def tell(word):
-    """Tell this host's warden (if any) that this rank leaves: ``leaving`` (in order) or
-    ``abort`` (it ends the job), before it does."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(1.0)
-            s.connect(_ADDRESS.format(daemon=os.getppid()))
-            s.sendall(f"{word} {os.getpid()}\n".encode())
-    except OSError:  # no warden: nothing to tell
-        pass
-
-
-def ranks(daemon):
-    """{pid: state} of the processes whose parent is ``daemon`` (the host's ranks), but this
-    one; state as /proc says ("T": stopped)."""
-    found, me = {}, os.getpid()
-    try:
-        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return found
-    for pid in entries:
-        if pid == me:
-            continue
+def tell(word, tries=1):
+    """Tell this host's warden (if any) ``word`` about this rank: ``rank`` (it is one of the
+    host's ranks, at start-up), ``leaving`` (it leaves in order) or ``abort`` (it ends the
+    job), before it does."""
+    for attempt in range(tries):
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                state, ppid = f.read().rpartition(")")[2].split()[:2]
-        except (OSError, ValueError):
-            continue
-        if int(ppid) == daemon and state not in ("Z", "X"):
-            found[pid] = state
-    return found
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(1.0)
+                s.connect(_ADDRESS.format(daemon=os.getppid()))
+                s.sendall(f"{word} {os.getpid()}\n".encode())
+            return
+        except OSError:  # no warden (yet): nothing to tell
+            if attempt + 1 < tries:
+                time.sleep(0.01)
 
 
-def resume_stopped(daemon):
-    """SIGCONT to the stopped ranks of ``daemon``; the ranks that are left ({pid: state})."""
-    left = ranks(daemon)
-    for pid, state in left.items():
-        if state in ("T", "t"):
+def state(pid):
+    """Process ``pid``'s state as /proc says ("T": stopped), or None once it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            code = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+    return None if code in ("Z", "X") else code
+
+
+def resume_stopped(ranks):
+    """SIGCONT to the stopped ones of ``ranks`` (pids); the ones still there."""
+    left = [pid for pid in ranks if state(pid) is not None]
+    for pid in left:
+        if state(pid) in ("T", "t"):
             _signal(pid, signal.SIGCONT)
     return left
 
@@ -149,10 +145,12 @@ def _name(pid):
         return ""
 
 
-def watch(listener, daemon, end_grace=END_GRACE, abort_grace=ABORT_GRACE):
-    """The warden's loop (see the module): words from the ranks on ``listener``, the ranks of
-    ``daemon`` looked at every LOOK s once one came."""
-    conns, buffer = [], {}
+def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE):
+    """The warden's loop (see the module): words from the ranks on ``listener``, the host's
+    ``ranks`` (pids: the first, then each that says ``rank``; ``daemon``'s other children, such
+    as Open MPI's ssh agents, are not the job's ranks) looked at every LOOK s once a rank
+    leaves."""
+    ranks, conns, buffer = set(ranks), [], {}
     last_word, aborted, daemon_end = None, None, None
     while True:
         # a look a second until the first word (the ranks run), then every LOOK s
@@ -168,21 +166,23 @@ def watch(listener, daemon, end_grace=END_GRACE, abort_grace=ABORT_GRACE):
                 conns.remove(r)
                 r.close()
                 for line in buffer.pop(r).split(b"\n"):
-                    word = line.split()[:1]
-                    if word in ([b"leaving"], [b"abort"]):
+                    word, _, pid = line.decode(errors="replace").partition(" ")
+                    if word == "rank" and pid.strip().isdigit():
+                        ranks.add(int(pid))
+                    elif word in ("leaving", "abort"):
                         last_word = time.monotonic()
-                        if word == [b"abort"]:
+                        if word == "abort":
                             aborted = aborted or last_word
             else:
                 buffer[r] += data
         if process_gone(daemon):
             return
         if last_word is None:
-            if not ranks(daemon) and not conns:
+            if not any(state(pid) for pid in ranks) and not conns:
                 return  # every rank of the host ended without a word (killed by its launcher)
             continue
         now = time.monotonic()
-        left = resume_stopped(daemon)
+        left = resume_stopped(ranks)
         if left and now > last_word + end_grace:
             print(f"gcc_mpi: {socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
                   f"still ran {end_grace:g} s after the job ended on this host; killing them "
