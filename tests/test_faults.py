@@ -376,12 +376,13 @@ def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(
 
 @needs_mpiexec
 def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path):
-    """The DONE_WHEN job on 16 ranks, 60 trials; rank 6 SIGSTOPped (never continued) once 20
-    trials are in the file. After HANG (3 s or more) without its reply rank 0 counts it hung:
+    """The DONE_WHEN job on 16 ranks, 150 trials; rank 6 SIGSTOPped (never continued) once 20
+    trials are in the file (committed about every second: the rounds may be 30 trials further
+    on by then, so the job is long enough that the stop lands well before its end). After HANG (3 s or more) without its reply rank 0 counts it hung:
     the rounds go on without it (error code 5, no trial failed), and at the end rank 0 resumes
     it (SIGCONT), so that it takes its EXIT: exit 0, a complete file, rank 6 in ``hung``."""
     (tmp_path / "stop.toml").write_text(DONE_WHEN)
-    job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=60"], tmp_path,
+    job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=150"], tmp_path,
                  ranks=16)
     job.wait_for(lambda: trials_in(tmp_path / "s.h5") >= 20, "20 trials in the file")
     os.kill(job.pid(6), signal.SIGSTOP)
@@ -389,7 +390,7 @@ def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path
     assert code == 0, err
     res = read_results(tmp_path / "s.h5")
     assert res.complete
-    assert_consistent(res, at_most=60)
+    assert_consistent(res, at_most=150)
     hung = json.loads(res.attrs["hung"])
     assert [e["rank"] for e in hung] == [6], err
     assert re.search(r"gcc_mpi: rank 6 \(worker 5, pid \d+ on \S+\) has not answered for [\d.]+ s",
@@ -397,7 +398,7 @@ def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path
     t = hung[0]["trial"]
     assert t >= 19
     for name, d in res.points[0].schemes.items():
-        assert len(d["trial"]) == 60 and not d["failed"].any(), name
+        assert len(d["trial"]) == 150 and not d["failed"].any(), name
         assert (d["error"][t + 1:, 5] == HUNG).all() and not d["used"][t + 1:, 5].any(), name
 
 
