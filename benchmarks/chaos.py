@@ -56,6 +56,8 @@ import numpy as np
 
 from launch import mpiexec
 
+from gcc_mpi.runtime.warden import process_gone
+
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS_SSH = ROOT / ".ci" / "hosts-ssh"
 BED = ("gcc-host1", "gcc-host2", "gcc-host3")
@@ -169,18 +171,6 @@ def trials_in(path):
             return min((len(g["trial"]) for g in f["point_000"].values()), default=0)
     except (OSError, KeyError):
         return 0
-
-
-def gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
-    except OSError:
-        return True
 
 
 class Run:
@@ -305,7 +295,7 @@ def one_run(i, fault, args, base, folder, reference):
                 break
             if ranks is not None:
                 pid = ranks[fault["victim"]][0]
-                if gone(pid):
+                if process_gone(pid):
                     t_fault = time.monotonic()
                     break
         elif ranks is not None and trials_in(out) >= fault["at"]:
