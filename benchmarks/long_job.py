@@ -53,8 +53,6 @@ from launch import mpiexec
 HERE = Path(__file__).resolve().parent
 JOB = HERE.parent / "jobs" / "digits-mlp.toml"
 PROGRESS = re.compile(rb"(\d+)/(\d+) trials")
-TIMING = {"t_encode", "t_scatter", "t_wait", "t_decode", "latency", "arrival", "t_start",
-          "t_end"}
 
 
 def job_sets(N, trials):
@@ -233,23 +231,11 @@ def trials_in(path):
 
 
 def same_results(a, b, timings=False):
-    """Whether two files hold the same datasets (timings aside, unless ``timings``)."""
-    from gcc_mpi.results import ResultsFile
+    """Whether two complete files hold the same datasets (timings aside, unless ``timings``)."""
+    from gcc_mpi.results import mismatches, read_results
 
-    with ResultsFile(a) as x, ResultsFile(b) as y:
-        if [(p.index, p.schemes) for p in x.points] != [(p.index, p.schemes) for p in y.points]:
-            return False
-        for p in x.points:
-            for s in p.schemes:
-                if sorted(x.names(p.index, s)) != sorted(y.names(p.index, s)):
-                    return False
-                for u, v in zip(x.blocks(p.index, s), y.blocks(p.index, s)):
-                    for k in u:
-                        if (k in TIMING and not timings) or np.array_equal(
-                                u[k], v[k], equal_nan=u[k].dtype.kind == "f"):
-                            continue
-                        return False
-        return x.complete and y.complete
+    return (read_results(a).complete and read_results(b).complete
+            and not mismatches(a, b, ignore=() if timings else None))
 
 
 def kills(folder, count, trials, seed=1):

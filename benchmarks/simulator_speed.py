@@ -35,11 +35,12 @@ from pathlib import Path
 
 from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does, before numpy loads
 
-import h5py
 import numpy as np
 
 from gcc_mpi.config import load_job
 from gcc_mpi.job import prepare
+from gcc_mpi.records import MEASURED
+from gcc_mpi.results import mismatches
 from gcc_mpi.simulate import simulate_job
 
 TARGET = 2000.0  # trials/s per scheme (issue 7)
@@ -106,20 +107,6 @@ def cli(scheme, trials, tmp, path=None, out="out.h5"):
     return time.perf_counter() - w0, children_cpu() - c0
 
 
-def same_results(a, b):
-    """Whether two output files hold the same records, times aside (they differ run to run)."""
-    with h5py.File(a) as fa, h5py.File(b) as fb:
-        names = []
-        fa.visit(names.append)
-        for name in names:
-            if isinstance(fa[name], h5py.Dataset) and not name.rsplit("/", 1)[-1].startswith(
-                    ("t_", "latency")):
-                x, y = fa[name][()], fb[name][()] if name in fb else None
-                if y is None or not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
-                    return False
-    return True
-
-
 def span(rates):
     return f"{min(rates):6.0f}-{max(rates):<6.0f}" if rates else f"{'n/a':^13s}"
 
@@ -163,7 +150,7 @@ def main():
                                     (T - 1) / (total - one))
                             else:
                                 dropped += 1
-                if other and not same_results(f"{tmp}/out.h5", f"{tmp}/against.h5"):
+                if other and mismatches(f"{tmp}/out.h5", f"{tmp}/against.h5", MEASURED):
                     differ.add(s)
     print(f"digits-mlp, K = 10, N = 40, S = 10: {T} trials per run, {args.repeat} runs; "
           f"trials/s per scheme (min-max); CLI start-up and one trial {min(startup):.2f}-"

@@ -27,6 +27,7 @@ from .analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .config import Job, parse_override, select_points
 from .errors import JobError
+from .records import PER_TRIAL
 from .results import Results, read_results
 
 __all__ = ["DecodeError", "Job", "JobError", "LinearCode", "Results", "check", "check_code",
@@ -253,19 +254,14 @@ def to_dataframe(results, *, trials=False, labels=None):
     return pd.DataFrame(flat)
 
 
-SCALARS = ("trial", "failed", "reason", "mse", "nmse", "relacc", "latency", "t_encode",
-           "t_scatter", "t_wait", "t_decode", "lambda_enc", "lambda_dec", "lengthscale_enc",
-           "lengthscale_dec")
-
-
 def _trial_frame(pd, analysis):
     """One row per trial and scheme of every file of ``analysis``: its file (several files),
-    swept parameters, scheme and per-trial values (SCALARS)."""
+    swept parameters, scheme and per-trial values (``records.PER_TRIAL``)."""
     frames = []
     for label, res in zip(analysis.labels, analysis.results):
         for p in res.points:
             for scheme, d in p.schemes.items():
-                frame = pd.DataFrame({k: d[k] for k in SCALARS if k in d})
+                frame = pd.DataFrame({k: d[k] for k in PER_TRIAL if k in d})
                 front = {"file": label} if label else {}
                 for i, (k, v) in enumerate({**front, **p.params, "scheme": scheme}.items()):
                     frame.insert(i, k, [v] * len(frame))

@@ -723,3 +723,48 @@ def read_results(path, whole=False) -> Results:
                               else _Schemes(f.path, p.index, p.schemes))
                   for p in f.points]
         return Results(f.path, f.attrs, points)
+
+
+PROVENANCE = frozenset({"created", "command", "version", "mpi", "hosts"})  # root attributes
+
+
+def mismatches(a, b, ignore=None):
+    """What differs between the results files ``a`` and ``b`` (a list of lines; empty when they
+    hold the same job's same records): the points, their parameters, the schemes, and every
+    dataset but those named in ``ignore`` (default: ``records.TIMINGS``, what the clock
+    decides), compared a block of trials at a time with NaN equal to NaN; the root attributes
+    but the run's provenance (when, which command, version, MPI, hosts), and the job but
+    for the keys a resumed run may change (job.time_limit, decode.pipeline). A resumed file and an
+    uninterrupted run of one job, or one job run by two versions of gcc_mpi, should have
+    none."""
+    from .records import TIMINGS
+
+    ignore = TIMINGS if ignore is None else frozenset(ignore)
+    found = []
+    with ResultsFile(a) as x, ResultsFile(b) as y:
+        for key in sorted((set(x.attrs) | set(y.attrs)) - PROVENANCE):
+            u, v = x.attrs.get(key), y.attrs.get(key)
+            if key == "config":  # how long and how deep the job ran is not the job
+                u, v = _resumable_config(u or ""), _resumable_config(v or "")
+            if u != v:
+                found.append(f"root attribute {key}")
+        if [(p.index, p.params, p.schemes) for p in x.points] != \
+                [(p.index, p.params, p.schemes) for p in y.points]:
+            return found + ["the points, their parameters or their schemes"]
+        for p in x.points:
+            for s in p.schemes:
+                where = f"point {p.index} {s}"
+                names = set(x.names(p.index, s)) - ignore
+                if names != set(y.names(p.index, s)) - ignore:
+                    found.append(f"{where}: the datasets")
+                    continue
+                if x.trials(p.index, s) != y.trials(p.index, s):
+                    found.append(f"{where}: the number of trials")
+                    continue
+                names = sorted(names)
+                differ = set()
+                for u, v in zip(x.blocks(p.index, s, names), y.blocks(p.index, s, names)):
+                    differ |= {k for k in names if not np.array_equal(
+                        u[k], v[k], equal_nan=u[k].dtype.kind == "f")}
+                found += [f"{where}: {k}" for k in sorted(differ)]
+    return found

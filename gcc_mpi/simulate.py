@@ -25,7 +25,8 @@ import numpy as np
 
 from . import resources
 from .erasures import evaluate_rows, summary
-from .job import Records, prepare
+from .job import prepare
+from .records import Records, latency
 from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
 # (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
@@ -87,7 +88,7 @@ def finish(records, ran, received, t_stop, delays, scale=1.0):
         c["used"][i, r] = True
     c["t_scatter"][ran] = 0.0
     c["t_wait"][ran] = t_stop
-    c["latency"][ran] = c["t_encode"][ran] + t_stop + c["t_decode"][ran]
+    c["latency"][ran] = latency(c["t_encode"][ran], t_stop, c["t_decode"][ran])
 
 
 def scheme_block(setup, name, block):

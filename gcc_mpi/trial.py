@@ -17,15 +17,10 @@ from .config import resolved_lcc_degree, resolved_stragglers
 from .datasets import load_dataset
 from .erasures import evaluate_rows
 from .errors import JobError
+from .records import INPUTS, empty_record
 from .seeds import TrialRngs
 from .stragglers import draw_delays
 from .targets import check_layout, probe, target_for
-
-FIELDS_FLOAT = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode",
-                "latency", "lambda_enc", "lambda_dec", "lengthscale_enc", "lengthscale_dec",
-                "lengthscale_dec_input",  # gcc's decoder in the input space (codes/chords.py)
-                "t_start", "t_end")  # the MPI round's scatter start, decode end; NaN in simulate
-
 
 def trial_rngs(seed, point_index, trial_index):
     """Generators for a trial's inputs and delays: SeedSequence(seed).spawn(...)[point].spawn(...)
@@ -141,22 +136,10 @@ def decode_and_score(code, received, Y_received, Y_true, classifier, encoded=Non
             "relacc": relacc, **info}
 
 
-def empty_record(N):
-    rec = {k: np.nan for k in FIELDS_FLOAT}
-    rec.update(failed=False, reason="", delay=np.full(N, np.nan), arrival=np.full(N, np.nan),
-               used=np.zeros(N, bool), error=np.zeros(N, np.int8), error_text="")
-    return rec
-
-
 def uses_inputs(code):
     """Whether ``decode`` takes the trial's inputs; optional in the interface (a plug-in that does
     not subclass LinearCode may leave it out)."""
     return getattr(code, "uses_inputs", False)
-
-
-# The key under which a trial's fields carry what a code that ``uses_inputs`` decodes with: the
-# batch and its coded inputs. Working data of the trial, never recorded (job.Records skips it).
-INPUTS = "_inputs"
 
 
 def timed_encode(code, X):

@@ -148,7 +148,7 @@ def test_a_probed_rank_0_scales_the_simulated_encode_and_decode(tmp_path, monkey
     simulator's encode and decode times are 4x its own and the latency is their sum with the
     wait; a file without that measurement (or a plain delay file) scales nothing."""
     import gcc_mpi.simulate as sim
-    from gcc_mpi.job import Records
+    from gcc_mpi.records import Records
     from gcc_mpi.probe import read_trace
 
     arrival = fake_probe(tmp_path / "old.h5")

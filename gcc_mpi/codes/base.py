@@ -13,6 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import JobError
+from ..records import FIELDS
 
 class DecodeError(RuntimeError):
     """Too few (or the wrong) results to decode: the trial is recorded as failed with this reason."""
@@ -81,7 +82,7 @@ class LinearCode:
         info : dict
             Encoder facts recorded with the trial, e.g. ``{"lambda_enc": 1e-6}`` or, when
             ``trial_alpha``, ``{"alpha": ...}``: numbers or fixed-shape arrays, under names that
-            are not the record's own (``RECORD_FIELDS``).
+            are not the record's own (``records.FIELDS``).
         """
         return self.E[self.active] @ X, {}
 
@@ -156,12 +157,6 @@ class LinearCode:
 
 
 # -- the check of a plug-in, before any work ------------------------------------------------
-# the per-trial record's own fields (trial.empty_record, and the trial index): an encoder's or
-# decoder's info may not use them, as it is merged into the record
-RECORD_FIELDS = frozenset({
-    "trial", "failed", "reason", "mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait",
-    "t_decode", "latency", "t_start", "t_end", "delay", "arrival", "used", "error",
-    "error_text"})
 REQUIRED = ("N", "K", "active", "exact", "trial_alpha", "encode", "decode", "decodable")
 EXACT_RTOL = 1e-6  # an exact scheme's decode of a linear f, relative to the inputs' norm
 D_CHECK = 3        # input dimension of the check's batch
@@ -257,7 +252,7 @@ def _shape(bad, what, a, want, why):
 def _facts(bad, what, info, K, trial_alpha):
     """The facts' names and values checked; returns info["alpha"] when the code chooses it."""
     for key, value in info.items():
-        if not isinstance(key, str) or key in RECORD_FIELDS:
+        if not isinstance(key, str) or key in FIELDS:
             raise bad(f"{what}'s facts may not use the name {key!r}: the trial's record has "
                       f"its own (choose another, e.g. {what}_{key})")
         if np.asarray(value).dtype.kind not in "biuf":

@@ -50,6 +50,7 @@ import time
 import numpy as np
 
 from ..erasures import HUNG, LOST, summary
+from ..records import latency
 from . import protocol as P
 from .deaths import Deaths, WorkerLost
 from .hung import Hung
@@ -157,7 +158,7 @@ class Master:
         decided, a trial's records go into the master's block of Records, in trial order, and
         the block goes to the writer when a commit is due, when it is full and when the point
         ends or stops (every finished trial is kept): a trial costs the master no HDF5 call."""
-        from ..job import Records
+        from ..records import Records
 
         records = {}  # trial -> {scheme: record}, until the trial is complete
         block = {}    # scheme -> Records of the next trials to write
@@ -378,7 +379,7 @@ class Master:
             rec["error_text"] = summary(rec["error"], r.texts)
             rec["t_scatter"] = r.t_sent - r.t_start
             rec["t_wait"] = r.t_stop - r.t_sent
-            rec["latency"] = rec["t_encode"] + (r.t_stop - r.t_start) + rec["t_decode"]
+            rec["latency"] = latency(rec["t_encode"], r.t_stop - r.t_start, rec["t_decode"])
             rec["t_start"], rec["t_end"] = r.t_start - self.t0, time.perf_counter() - self.t0
             self.stats["used"] += len(r.got)
             self.stats["stopped"] += len(r.stopped)
