@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 
 from gcc_mpi.config import load_job  # noqa: E402
 from gcc_mpi.simulate import simulate_scheme  # noqa: E402
-from gcc_mpi.trial import PointSetup  # noqa: E402
+from gcc_mpi.setup import PointSetup  # noqa: E402
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 

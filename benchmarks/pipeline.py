@@ -83,7 +83,7 @@ def job_for(size, args, depth):
 
 def run_depth(master, job):
     """(seconds, records) of every trial of ``job`` on the workers."""
-    from gcc_mpi.job import prepare
+    from gcc_mpi.setup import prepare
 
     prepared = prepare(job)
     records = Records()

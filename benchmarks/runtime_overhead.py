@@ -92,7 +92,7 @@ def main():
     mode = resolve_wait(args.wait, comm)
     job = job_for(comm.size, args.target)
     if comm.rank == 0:
-        from gcc_mpi.job import prepare
+        from gcc_mpi.setup import prepare
 
         (_, setup), = prepare(job)
         master = Master(comm, MPI, Waiter(MPI, mode))

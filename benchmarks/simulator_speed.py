@@ -38,7 +38,7 @@ from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does
 import numpy as np
 
 from gcc_mpi.config import load_job
-from gcc_mpi.job import prepare
+from gcc_mpi.setup import prepare
 from gcc_mpi.records import MEASURED
 from gcc_mpi.results import mismatches
 from gcc_mpi.simulate import simulate_job

@@ -28,7 +28,7 @@ from cases import (GROUPS, HELD_OUT, HELD_OUT_3, HELD_OUT_29, HELD_OUT_29B, MINI
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.trial import scheme_options
+from gcc_mpi.setup import scheme_options
 
 SCHEMES = ["letcc", "gcc", "gcc-manifold"]
 RESAMPLES = 2000

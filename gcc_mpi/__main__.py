@@ -13,11 +13,11 @@ import sys
 # a 30x30 eigendecomposition takes ~0.1 ms on one thread and ~5 ms with two busy cores contended.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-from datetime import datetime
 from pathlib import Path
 
 from . import __version__
 from .errors import JobError, ResourceError, resource_line
+from .outputs import default_output
 
 
 # seconds a rank other than 0 waits before it exits on an error that rank 0 reports
@@ -154,17 +154,10 @@ def load(args):
     return load_job(args.job, args.overrides)
 
 
-def default_output(job, point=None):
-    """results/<job>-<timestamp>.h5, or results/<job>-p<I>-<timestamp>.h5 for ``--point I``."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    part = "" if point is None else f"-p{point}"
-    return Path("results") / f"{job.config.job.name}{part}-{stamp}.h5"
-
-
 def cmd_simulate(args):
     from .analyze import format_table, summarize
     from .api import run_simulation
-    from .runtime.mpi import several_tasks_error
+    from .launcher import several_tasks_error
     from .stopping import Stop, StopFlag
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
@@ -196,16 +189,7 @@ def cmd_run(args):
     from .runtime import run_command
 
     return run_command(args, simulate=cmd_simulate,
-                       default_output=lambda job: default_output(job, args.point),
-                       check_output=check_output)
-
-
-def check_output(*args, **kw):
-    """simulate.check_output, for rank 0 of a run: the disk check times a few trials in the
-    simulator, which the other ranks never import."""
-    from .simulate import check_output as check
-
-    return check(*args, **kw)
+                       default_output=lambda job: default_output(job, args.point))
 
 
 def cmd_analyze(args):
@@ -247,7 +231,7 @@ def main(argv=None):
                 "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe,
                 "plan": cmd_plan}[args.command](args)
     except JobError as e:
-        from .runtime.mpi import launcher_rank
+        from .launcher import launcher_rank
 
         if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
             print(f"gcc_mpi: error: {e}", file=sys.stderr)
@@ -272,7 +256,7 @@ def let_rank_0_speak_first():
     rank 0 to say it (rank 0's exit ends the wait); hydra lets every rank finish, so under MPICH
     none waits. Within one MPI job rank 0 reports before it tells the others, so they go at
     once (a wait would hold rank 0 in MPI_Finalize)."""
-    from .runtime.mpi import in_multi_rank_job, launcher_rank
+    from .launcher import in_multi_rank_job, launcher_rank
 
     if launcher_rank() and "OMPI_COMM_WORLD_SIZE" in os.environ and not in_multi_rank_job():
         import time

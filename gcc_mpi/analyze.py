@@ -31,6 +31,7 @@ import numpy as np
 
 from . import comparison
 from .errors import JobError
+from .outputs import refuse
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
 from .quantiles import Column, order_statistics, percentiles
@@ -362,10 +363,8 @@ def check_outputs(csv=None, plot=None, html=None):
     for option, path in (("--csv", csv), ("--html", html)):
         if not path:
             continue
-        if os.path.isdir(path):
-            example = os.path.join(path, "table.csv" if option == "--csv" else "report.html")
-            raise JobError(option, f"{path} is a folder; give the file's name, e.g. "
-                                   f"{option} {example}")
+        refuse(path, option, overwrite=True,
+               example="table.csv" if option == "--csv" else "report.html")
         parent = os.path.dirname(os.fspath(path)) or "."
         if os.path.exists(parent) and not os.path.isdir(parent):
             raise JobError(option, f"{parent} is a file, not a folder")
@@ -450,7 +449,8 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
     folder; see gcc_mpi.plots) and an HTML report (``html``: a file). Raises JobError if a
     path is missing or not a gcc_mpi file, or if figures are asked for without matplotlib."""
     check_outputs(csv, plot, html)  # a bad --csv, --plot or --html fails before any output
-    from .probe import is_probe_file, main_analyze_probe
+    from .probe_report import main_analyze_probe
+    from .traces import is_probe_file
 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     probes = [p for p in paths if is_probe_file(p)]

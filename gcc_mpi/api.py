@@ -27,7 +27,9 @@ from .analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .config import Job, parse_override, select_points
 from .errors import JobError
+from .outputs import refuse
 from .records import PER_TRIAL
+from .registry import available
 from .results import Results, read_results
 
 __all__ = ["DecodeError", "Job", "JobError", "LinearCode", "Results", "check", "check_code",
@@ -68,10 +70,11 @@ def load_job(path=None, overrides=(), *, defaults=None):
     return _config.load_job(path, pairs, defaults)
 
 
-def _checked(job, points=None, *, say=True):
+def _checked(job, points=None, *, say=True, **where):
     """``preflight.checked_setup``, the one check before work that ``check`` (``validate``) and
-    ``run_simulation`` share; ``say``: print what the default job chose and the warnings."""
-    prepared, warnings = preflight.checked_setup(job, points)
+    ``run_simulation`` share; ``say``: print what the default job chose and the warnings;
+    ``where``: the results file (``output``, ``resume``) whose disk to check."""
+    prepared, warnings = preflight.checked_setup(job, points, **where)
     if say:
         preflight.report(job, warnings)
     return prepared, warnings
@@ -141,22 +144,21 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     """
     from .progress import Progress
     from .results import ResultWriter
-    from .simulate import check_output, simulate_job
+    from .simulate import simulate_job
     from .stopping import Stop, StopFlag
 
     stop = stop or StopFlag()
     stop.set_limit(job.config.job.time_limit)
     points = select_points(job, point)
     if output is not None:
-        preflight.check_output(output, overwrite, resume)
-    prepared, _ = _checked(job, points)
-    _note_master_scale(prepared)
-    total = len(prepared) * job.config.job.trials
-    shown = Progress(total, points=len(prepared), quiet=not progress)
+        refuse(output, overwrite=overwrite, resume=resume)
     command = command or f"gcc_mpi.run_simulation({_job_text(job)})"
     with tempfile.TemporaryDirectory(prefix="gcc_mpi-") as scratch:
         out = Path(output) if output is not None else Path(scratch) / "results.h5"
-        check_output(job, prepared, out, resume=resume)  # a file that cannot fit the disk
+        prepared, _ = _checked(job, points, output=out, resume=resume)
+        _note_master_scale(prepared)
+        total = len(prepared) * job.config.job.trials
+        shown = Progress(total, points=len(prepared), quiet=not progress)
         try:
             with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
                               overwrite=overwrite, resume=resume) as writer:
@@ -321,5 +323,5 @@ def schemes():
         ``gcc_mpi.schemes``); a plug-in named ``"file.py:Class"`` or ``"module:Class"`` needs no
         registration (docs/own-scheme.md).
     """
-    return [*_config.SCHEMES, *_config.installed_schemes()]
+    return available()
 

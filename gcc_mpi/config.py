@@ -26,18 +26,13 @@ from typing import Any, Callable, Iterable, Mapping
 import tomli_w
 
 from .errors import JobError
+from .registry import NAMES, available, is_plugin
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-SCHEMES = ("uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold")
-ENTRY_POINTS = "gcc_mpi.schemes"  # the entry-point group of schemes installed by other packages
-# a plug-in scheme named by where its class is: "file.py:Class" (beside the job file) or
-# "package.module:Class"; the name is also its group in the results file, so it has no "/"
-_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # a dotted Python name
-PLUGIN = re.compile(rf"(?:[\w.-]+\.py|{_NAME}):{_NAME}")
 MAX_POINTS = 100_000
 MAX_PIPELINE = 64  # decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
 
@@ -144,26 +139,11 @@ def _optional(inner):
     return Check(inner.allowed, lambda v: None if v is None else inner.accept(v))
 
 
-def installed_schemes() -> dict:
-    """{name: "module:Class"} of the schemes other packages install (entry points of the group
-    ENTRY_POINTS); read from the installed packages' metadata, nothing is imported."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
-
-
-def is_plugin(name) -> bool:
-    """Whether ``name`` is a plug-in scheme: "file.py:Class", "module:Class" or the name of an
-    installed entry point (whose class is imported only when the scheme is built)."""
-    return isinstance(name, str) and name not in SCHEMES and (
-        PLUGIN.fullmatch(name) is not None or ":" not in name and name in installed_schemes())
-
-
 def _scheme_list(v):
     if not isinstance(v, (list, tuple)) or not v or not all(isinstance(s, str) for s in v):
         return _NO
     for s in v:
-        if s not in SCHEMES and not is_plugin(s):
+        if s not in NAMES and not is_plugin(s):
             raise _Bad(_not_a_scheme(s))
         if v.count(s) > 1:
             raise _Bad(f"; {_quote(s)} is listed twice")
@@ -177,7 +157,7 @@ def _not_a_scheme(s):
                 'make it importable ("my_package.codes:MyCode")')
     if ":" in s:
         return f'; {_quote(s)} is not "file.py:Class" or "module:Class"'
-    names = [*SCHEMES, *installed_schemes()]
+    names = available()
     return f"; unknown scheme {_quote(s)}{_did_you_mean(s, names)}"
 
 
@@ -191,7 +171,7 @@ def setting(check, default=None):
     return field(default=default, metadata={"check": check})
 
 
-_SCHEMES = Check("a non-empty list of distinct scheme names: " + ", ".join(SCHEMES) + ", or "
+_SCHEMES = Check("a non-empty list of distinct scheme names: " + ", ".join(NAMES) + ", or "
                  'plug-ins ("file.py:Class", "module:Class", an installed entry point)',
                  _scheme_list)
 _LAMBDA = _or_words(_num(0.0), "auto", "gcv", "loo")
@@ -281,8 +261,8 @@ class CodeSection:
         """The [code.<scheme>] options as a read-only mapping (empty for schemes without options)."""
         if is_plugin(scheme):
             return MappingProxyType(dict(dict(self.plugins).get(scheme, ())))
-        if scheme not in SCHEMES:
-            raise JobError("code.schemes", f"unknown scheme {_quote(str(scheme))}{_did_you_mean(scheme, SCHEMES)}")
+        if scheme not in NAMES:
+            raise JobError("code.schemes", f"unknown scheme {_quote(str(scheme))}{_did_you_mean(scheme, NAMES)}")
         opts = getattr(self, scheme.replace("-", "_"), None)
         return MappingProxyType({f.name: getattr(opts, f.name) for f in fields(opts)} if opts else {})
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .config import parse_job
 from .errors import JobError
+from .outputs import refuse
 from .results import ResultsFile, ResultWriter, open_results, point_name
 
 
@@ -128,10 +129,7 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
     for p in paths:
         if os.path.exists(p) and os.path.exists(out) and os.path.samefile(p, out):
             raise JobError("-o", f"{out} is also an input; write the merged file elsewhere")
-    if os.path.isdir(out):
-        raise JobError("-o", f"{out} is a folder; give the merged file's name")
-    if os.path.exists(out) and not overwrite:
-        raise JobError("-o", f"{out} exists; use --overwrite to replace it")
+    refuse(out, overwrite=overwrite)
     config, job, sources, info, ranks = _survey(paths)
 
     expected = {(p.index, s) for p in job.points for s in p.config.code.schemes}

@@ -4,7 +4,7 @@ simulations on a measured trace (a probe of the cluster, see gcc_mpi.probe).
 Every candidate is the job with stragglers.model = "trace" on that file, simulated by the
 simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:
 per N, one PointSetup holds every scheme and each block of BLOCK trials (inputs and replayed
-delays) is drawn once; each (scheme, wait policy) then decodes that block under its own StopRule
+delays) is drawn once; each (scheme, wait policy) then decodes that block under its own WaitPolicy
 and adds it to its statistics (``analyze.SchemeStats``: memory does not grow with --trials). So
 candidates differ only in what they decide, and the comparison is paired. The candidate set is
 small on purpose (a few N from K to the largest, a few S from 0 to N - K, two deadlines at the
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import JobError
+from .outputs import refuse
 
 DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
@@ -68,7 +69,8 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
     from .analyze import SchemeStats
     from .config import replace
     from .simulate import Block, scheme_block
-    from .trial import PointSetup, StopRule
+    from .trial import WaitPolicy
+    from .setup import PointSetup
 
     deadlines = [float(np.percentile(trace.times, q)) for q in DEADLINE_QUANTILES]
     found = []
@@ -84,7 +86,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
                                 "decode.wait": "fastest", "decode.stragglers": 0,
                                 "decode.deadline": None, "job.trials": trials})
         setup = PointSetup.build(config, base_dir)
-        runs = [(name, StopRule(setup.codes[name], wait, S, deadline),
+        runs = [(name, WaitPolicy(setup.codes[name], wait, S, deadline),
                  {"scheme": name, "N": N, "wait": wait, "S": S, "deadline": deadline,
                   "exact": bool(setup.codes[name].exact),
                   "resample": config.stragglers.resample}, SchemeStats())
@@ -94,7 +96,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
         for start in range(0, trials, BLOCK):
             block = Block.draw(setup, 0, range(start, min(trials, start + BLOCK)))
             for name, rule, _, stats in runs:
-                setup.rules[name] = rule
+                setup.policies[name] = rule
                 stats.add(scheme_block(setup, name, block).columns)
         found += [{**c, **stats.row()} for _, _, c, stats in runs]
     return found
@@ -197,10 +199,9 @@ def best_job(job, base, best, trace_abs, where):
 
 def write_job(path, job, header, overwrite):
     from .config import parse_job
-    from .probe import load_trace
+    from .traces import load_trace
 
-    if os.path.exists(path) and not overwrite:
-        raise JobError("--write", f"{path} exists; use --overwrite")
+    refuse(path, "--write", overwrite=overwrite, example="best.toml")
     text = header + job.to_toml()
     checked = parse_job(text, base_dir=job.base_dir)   # what we write must validate
     load_trace(checked.config, job.base_dir)
@@ -208,11 +209,11 @@ def write_job(path, job, header, overwrite):
 
 
 def plot_plan(cands, front, best, target, outdir, name):
-    from .plots import _figure, _save, require_matplotlib
+    from .plots import figure, save, require_matplotlib
 
     require_matplotlib()
     os.makedirs(outdir, exist_ok=True)
-    fig, ax = _figure()
+    fig, ax = figure()
     pts = [c for c in cands if c["latency_p50"] is not None and c["mse_db"] is not None]
     for scheme in dict.fromkeys(c["scheme"] for c in pts):
         xs = [1e3 * c["latency_p50"] for c in pts if c["scheme"] == scheme]
@@ -234,12 +235,13 @@ def plot_plan(cands, front, best, target, outdir, name):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(f"plan: {len(pts)} configurations", fontsize=10)
-    return _save(fig, os.path.join(outdir, f"{name}-plan.png"))
+    return save(fig, os.path.join(outdir, f"{name}-plan.png"))
 
 
 def main_plan(args):
-    from .config import SCHEMES, is_plugin, load_default_job, load_job, parse_override
-    from .probe import read_trace
+    from .config import load_default_job, load_job, parse_override
+    from .registry import NAMES, is_plugin
+    from .traces import read_trace
 
     t0 = time.perf_counter()
     overrides = [parse_override(s) for s in args.overrides]
@@ -253,16 +255,16 @@ def main_plan(args):
         raise JobError("--max-workers", f"must be >= data.batch = {K} (N >= K), got {most}")
     schemes = args.schemes or list(base.code.schemes)
     for s in schemes:
-        if s not in SCHEMES and not is_plugin(s):
+        if s not in NAMES and not is_plugin(s):
             from .config import _did_you_mean
 
             raise JobError("--schemes", f"unknown scheme {s!r}; choose from "
-                                        f"{', '.join(SCHEMES)}{_did_you_mean(s, SCHEMES)}")
+                                        f"{', '.join(NAMES)}{_did_you_mean(s, NAMES)}")
     trials = args.trials or DEFAULT_TRIALS
     if trials < 2:
         raise JobError("--trials", f"must be an integer >= 2, got {trials}")
-    if args.write and os.path.exists(args.write) and not args.overwrite:
-        raise JobError("--write", f"{args.write} exists; use --overwrite")
+    if args.write:
+        refuse(args.write, "--write", overwrite=args.overwrite, example="best.toml")
     if args.plot:
         from .plots import require_matplotlib
 

@@ -45,6 +45,7 @@ import numpy as np
 from .errors import JobError
 from .quantiles import Column, percentiles
 from .rates import FLOOR_DB, fit_rate_details
+from .registry import BUILT_IN
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,8 +65,6 @@ AXIS = {
     "stragglers.delay": "straggler delay [s] (stragglers.delay)",
 }
 STYLES = ["-", "--", ":", "-."]
-COLORS = {"bacc": "C0", "letcc": "C1", "gcc": "C2", "gcc-manifold": "C3", "lcc": "C4",
-          "replication": "C5", "uncoded": "C7"}
 SPARE_COLORS = ["C6", "C8", "C9", "tab:olive", "tab:cyan", "navy", "maroon", "darkgreen"]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 
@@ -77,7 +76,7 @@ def require_matplotlib():
         raise JobError("--plot", 'needs the optional extra: pip install "gcc_mpi[plot]"') from None
 
 
-def _figure():
+def figure():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -102,7 +101,7 @@ class _Job:
         self.runs = list(zip(labels, (r.attrs.get("mpi") or "" for r in results))) \
             if len(results) > 1 else []
         spare = iter(SPARE_COLORS * (1 + len(schemes) // len(SPARE_COLORS)))
-        self.colors = {s: COLORS[s] if s in COLORS else next(spare) for s in schemes}
+        self.colors = {s: BUILT_IN[s].colour if s in BUILT_IN else next(spare) for s in schemes}
 
     def get(self, key):
         """The key's value, or None when it is swept (or missing)."""
@@ -196,7 +195,7 @@ class _Job:
 
     def color(self, scheme):
         """One colour per scheme in every figure (plug-ins: spare colours, in order)."""
-        return self.colors.get(scheme) or COLORS.get(scheme, "C8")
+        return self.colors.get(scheme) or (BUILT_IN[scheme].colour if scheme in BUILT_IN else "C8")
 
 
 def _config(results):
@@ -212,7 +211,7 @@ def _how(mpi, short=False):
     return "over MPI" if short else "measured over MPI"
 
 
-def _save(fig, path):
+def save(fig, path):
     """Write the figure by its file's suffix: an SVG (text as paths, no date and fixed ids,
     so the same figure gives the same file), or a PNG with a 256-colour palette (a third of
     the bytes of matplotlib's RGBA file for these line plots, and the same look)."""
@@ -321,7 +320,7 @@ def plot_accuracy(job, rows, key):
     series = _series(rows, key)
     combos = list(dict.fromkeys(o for _, o in series))
     loglog = key == "code.workers"
-    fig, ax = _figure()
+    fig, ax = figure()
     left_out, floored = [], False
     for (scheme, others), rs in series.items():
         rs = [r for r in rs if r["nmse"] is not None and r["nmse"] > 0]
@@ -374,7 +373,7 @@ def plot_relacc(job, rows, key):
     """relacc against a numeric swept key (f a classifier)."""
     series = _series(rows, key)
     combos = list(dict.fromkeys(o for _, o in series))
-    fig, ax = _figure()
+    fig, ax = figure()
     for (scheme, others), rs in series.items():
         rs = [r for r in rs if r["relacc"] is not None]
         if not rs:
@@ -459,7 +458,7 @@ def _least_from(column, low):
 def plot_latency_cdf(job, points):
     """Empirical CDF of each scheme's latency at the last sweep point of each file (drawn
     through at most quantiles.CDF_POINTS order statistics)."""
-    fig, ax = _figure()
+    fig, ax = figure()
     spans = []
     for i, (label, _, schemes) in enumerate(points):
         for scheme, columns in schemes.items():
@@ -490,7 +489,7 @@ def plot_latency_cdf(job, points):
 def plot_nmse_distribution(job, points):
     """Empirical CDF of each approximate scheme's per-trial NMSE in dB at the last sweep point
     of each file; exact schemes (at round-off) are named in the legend instead."""
-    fig, ax = _figure()
+    fig, ax = figure()
     left_out, curves = [], []
     for i, (label, _, schemes) in enumerate(points):
         for scheme, columns in schemes.items():
@@ -533,7 +532,7 @@ def plot_tradeoff(job, rows):
     approx = [r["mse_db"] for r in shown if r["mse_db"] >= ROUNDOFF_DB]
     floor = (min(approx) - 0.15 * max(np.ptp(approx), 10.0)) if approx else -10.0
     swept = list(dict.fromkeys(k for r in rows for k in r["point"]))
-    fig, ax = _figure()
+    fig, ax = figure()
     series = {}
     for r in shown:
         series.setdefault((r["scheme"], r.get("file", "")), []).append(r)
@@ -653,5 +652,5 @@ def plot_all(results, outdir, rows, labels=(), formats=FORMATS):
 def save_all(name, made, outdir, formats=FORMATS):
     """Write the figures ``made`` ([(kind, Figure)] of ``figures``) of the job ``name``."""
     os.makedirs(outdir, exist_ok=True)
-    return [_save(fig, os.path.join(outdir, f"{name}-{kind}.{ext}"))
+    return [save(fig, os.path.join(outdir, f"{name}-{kind}.{ext}"))
             for kind, fig in made for ext in formats]

@@ -32,8 +32,8 @@ import shutil
 
 from .config import resolved_stragglers
 from .errors import JobError
+from .registry import SMOOTHING
 
-SMOOTHING = ("letcc", "gcc", "gcc-manifold")
 WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)
 BASE_BYTES = 80 * 2**20       # one Python rank with numpy, scipy and h5py imported

@@ -55,6 +55,7 @@ import numpy as np
 from . import __version__
 from .errors import JobError, ResourceError
 from .journal import Busy, CommittedFile, journal_path, open_snapshot
+from .outputs import refuse
 
 FORMAT = "gcc_mpi/1"
 _CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
@@ -124,9 +125,8 @@ class ResultWriter:
         self.path = os.fspath(path)
         if overwrite and resume:
             raise JobError("--resume", "cannot be combined with --overwrite")
+        refuse(self.path, overwrite=overwrite, resume=resume)
         exists = os.path.exists(self.path)
-        if exists and not (overwrite or resume):
-            raise JobError("-o", f"{self.path} exists; use --overwrite or --resume")
         parent = os.path.dirname(self.path)
         try:
             if parent:

@@ -1,7 +1,7 @@
 """A trial's random generators, seeded for many trials at once.
 
 Every trial draws its inputs and delays from generators seeded by
-``SeedSequence(seed, spawn_key=(point, trial, i))`` (``trial.trial_rngs``). Building the two
+``SeedSequence(seed, spawn_key=(point, trial, i))`` (``trial_rngs``). Building the two
 SeedSequences of a trial costs more than all the rest of drawing it (their entropy is hashed in a
 loop of ~40 steps each), and rank 0 does it once per trial. ``TrialRngs`` hashes a chunk of
 CHUNK trials in one go — numpy's SeedSequence algorithm (``mix_entropy``, ``generate_state``)
@@ -89,7 +89,7 @@ def states(seed, keys):
 
 
 class TrialRngs:
-    """``rngs(point, trial)`` = ``trial.trial_rngs(seed, point, trial)``: the generators of a
+    """``rngs(point, trial)`` = ``trial_rngs(seed, point, trial)``: the generators of a
     trial's inputs and delays, seeded a chunk of trials at a time."""
 
     def __init__(self, seed):
@@ -106,3 +106,12 @@ class TrialRngs:
             self.chunk = (point, start)
         words = self.words[trial - start]
         return [np.random.Generator(np.random.PCG64(_State(w))) for w in words]
+
+
+def trial_rngs(seed, point_index, trial_index):
+    """Generators for a trial's inputs and delays: SeedSequence(seed).spawn(...)[point].spawn(...)
+    [trial].spawn(2), each built directly from its spawn key so any trial can be rerun on its own
+    (and without the parent sequences, which spawn() would only copy the key from)."""
+    return [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(point_index,
+                                                                          trial_index, i)))
+            for i in range(2)]

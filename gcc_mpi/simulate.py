@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import resources
 from .erasures import evaluate_rows, summary
-from .job import prepare
+from .setup import prepare
 from .records import Records, latency
 from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
@@ -70,7 +69,7 @@ def master_scale(trace):
 @functools.cache
 def own_reference():
     """This process's median time for gcc_mpi.probe.reference_work, timed once."""
-    from .probe import reference_work
+    from .traces import reference_work
 
     return float(np.median([reference_work() for _ in range(21)]))
 
@@ -93,7 +92,7 @@ def finish(records, ran, received, t_stop, delays, scale=1.0):
 
 def scheme_block(setup, name, block):
     """One scheme's Records of a block: every trial on the block's inputs and delays."""
-    code, rule = setup.codes[name], setup.rules[name]
+    code, rule = setup.codes[name], setup.policies[name]
     records = Records(code.N, block.trials)
     records.columns["delay"][:] = block.delays
     ran = []
@@ -125,7 +124,7 @@ def run_trial(setup, name, block, i, arrival, received, t_stop, records):
         # ... unless some are erasures: then every row is classified (one f call each) and the
         # received set is the one the master builds when those results do not count
         Y_all, codes, texts = evaluate_rows(target, X_coded, target.output_dim, batch=False)
-        received, t_stop, erased = setup.rules[name].simulate_erasures(arrival, codes == 0)
+        received, t_stop, erased = setup.policies[name].simulate_erasures(arrival, codes == 0)
         Y = Y_all[received]
         error = records.columns["error"][i]
         error[erased] = codes[erased]
@@ -222,20 +221,6 @@ def seconds_per_trial(setup, point_index, depth=None, trials=2):
         return (time.perf_counter() - t0) / trials
     return sum(float(np.nansum(c["t_encode"] + c["t_decode"] + c["t_wait"] / depth))
                for c in columns.values()) / trials
-
-
-def check_output(job, prepared, output, resume=False, simulate=True):
-    """Refuse (JobError) a job whose results file will not fit the free space of the folder of
-    ``output`` (resources.check_disk), timing a few trials of a point (seconds_per_trial) when
-    job.time_limit must be counted; returns the bytes the file will grow by."""
-    setups = {point.index: setup for point, setup in prepared}
-
-    def per_trial(point):
-        depth = None if simulate else point.config.decode.pipeline
-        return seconds_per_trial(setups[point.index], point.index, depth)
-
-    return resources.check_disk(job, [point for point, _ in prepared], output, resume=resume,
-                                seconds_per_trial=per_trial)
 
 
 def simulate_job(job, writer, prepared=None, progress=None, stop=None):

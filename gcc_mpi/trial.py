@@ -1,37 +1,21 @@
 """One trial's logic, shared by the simulator and the MPI master.
 
-A trial draws K inputs and one delay per worker from its own seed, and then for each scheme:
-encodes, lets the workers compute, stops waiting by the decode policy (StopRule), decodes and
-scores. The simulator derives the arrival order from the delays; the MPI master observes it.
-Both call StopRule.done on the same received sets and `score` on the same decoder output, which
-is what makes `run` and `simulate` of one job agree.
+A trial draws K inputs and one delay per worker from its own seed (``setup.PointSetup.draw``),
+and then for each scheme: encodes, lets the workers compute, stops waiting by the decode
+policy (``WaitPolicy``, the job's ``decode.wait``), decodes and scores. The simulator derives
+the arrival order from the delays; the MPI master observes it. Both call ``WaitPolicy.done`` on
+the same received sets and ``score`` on the same decoder output, which is what makes ``run``
+and ``simulate`` of one job agree.
 """
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .codes import DecodeError, make_code
-from .config import resolved_lcc_degree, resolved_stragglers
-from .datasets import load_dataset
-from .erasures import evaluate_rows
-from .errors import JobError
+from .codes import DecodeError
 from .records import INPUTS, empty_record
-from .seeds import TrialRngs
-from .stragglers import draw_delays
-from .targets import check_layout, probe, target_for
 
-def trial_rngs(seed, point_index, trial_index):
-    """Generators for a trial's inputs and delays: SeedSequence(seed).spawn(...)[point].spawn(...)
-    [trial].spawn(2), each built directly from its spawn key so any trial can be rerun on its own
-    (and without the parent sequences, which spawn() would only copy the key from)."""
-    return [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(point_index,
-                                                                          trial_index, i)))
-            for i in range(2)]
-
-
-class StopRule:
+class WaitPolicy:
     """When a scheme stops waiting. Approximate schemes wait by the policy: the fastest
     N - S results, everything by a deadline, or all. Exact schemes (uncoded, replication, lcc)
     gain nothing from more results and stop as soon as they can decode, but never later than
@@ -171,84 +155,3 @@ def failed_record(code, delays, reason):
     if code.trial_alpha:
         rec["alpha"] = np.full(code.K, np.nan)
     return rec
-
-
-def scheme_options(config, name, dataset):
-    """Keyword arguments of make_code for a scheme, from its [code.<name>] table."""
-    opts = dict(config.code.options(name))
-    if name == "lcc":
-        opts = {"degree": resolved_lcc_degree(config)}
-    if name == "gcc-manifold":
-        # the reference pool is drawn once per job, from its own stream of the job's seed
-        n = opts.pop("pool")
-        rng = np.random.default_rng(np.random.SeedSequence([config.job.seed, 4]))
-        opts["pool_rows"] = dataset.pool(rng, min(n, dataset.n_rows or n)) if n else None
-    return opts
-
-
-@dataclass
-class PointSetup:
-    """Everything a sweep point needs, built once: data, f, one code and stop rule per scheme."""
-
-    config: object
-    dataset: object
-    target: object
-    codes: dict
-    rules: dict
-    trace: object = None  # stragglers.model = "trace": the measured delays it replays
-    rngs: object = field(default=None, repr=False)  # trial_rngs, a chunk of trials at a time
-
-    def __post_init__(self):
-        if self.rngs is None:
-            self.rngs = TrialRngs(self.config.job.seed)
-
-    @classmethod
-    def build(cls, config, base_dir="."):
-        d = config.data
-        dataset = load_dataset(d.source, dim=d.dim, path=d.path, key=d.key, noise=d.noise,
-                               labels_key=d.labels_key, seed=config.job.seed, base_dir=base_dir)
-        target = target_for(config, dataset.dim, base_dir)
-        check_layout(target, dataset)   # images stored in another layout than the model takes
-        # a broken user function must fail here, as bad input, not halfway through the run
-        probe(target, dataset.sample(np.random.default_rng(0), 1))
-        N, K = config.code.workers, d.batch
-        if dataset.n_rows is not None and K > dataset.n_rows:
-            raise JobError("data.batch", f"{K} inputs per batch but the {d.source} data have "
-                                         f"only {dataset.n_rows} rows")
-        S = resolved_stragglers(config)
-        codes, rules = {}, {}
-        for name in config.code.schemes:
-            codes[name] = make_code(name, N, K, base_dir=base_dir,
-                                    **scheme_options(config, name, dataset))
-            rules[name] = StopRule(codes[name], config.decode.wait, S, config.decode.deadline)
-        trace = None
-        if config.stragglers.model == "trace":
-            from .probe import load_trace
-
-            trace = load_trace(config, base_dir)
-        return cls(config, dataset, target, codes, rules, trace)
-
-    def draw(self, point_index, trial_index, inject=False):
-        """A trial's inputs X (K x d) and delays (N,), from the trial's own seed; ``inject``:
-        the delays an MPI run injects (they differ from the simulator's for a measured trace,
-        whose times include what the run adds by itself: stragglers.Trace)."""
-        data_rng, delay_rng = self.rngs(point_index, trial_index)
-        X = self.dataset.sample(data_rng, self.config.data.batch)
-        delays = draw_delays(delay_rng, self.config.code.workers, self.config.stragglers,
-                             self.trace, inject)
-        return X, delays
-
-    def reference(self, X):
-        """(f(X), "") — the exact results every scheme is scored against — or (None, reason)
-        when f fails on the inputs themselves: then the trial is recorded as failed for every
-        scheme, and no worker computes anything."""
-        Y, codes, texts = evaluate_rows(self.target, X, self.target.output_dim)
-        if not codes.any():
-            return Y, ""
-        k = int(np.flatnonzero(codes)[0])
-        return None, f"f failed on input {k} of the batch itself: {texts[k]}"
-
-    def inputs(self, point_index, trial_index):
-        """A trial's inputs X (K x d), exact results f(X) and delays (N,)."""
-        X, delays = self.draw(point_index, trial_index)
-        return X, self.target(X), delays

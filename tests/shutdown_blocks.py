@@ -66,7 +66,7 @@ def main():
     comm = MPI.COMM_WORLD
     job = job_for(comm.size)
     if comm.rank == 0:
-        from gcc_mpi.job import prepare
+        from gcc_mpi.setup import prepare
 
         (_, setup), = prepare(job)
         master = None

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.interpolate import make_smoothing_spline
 
-from gcc_mpi.codes import SCHEMES, DecodeError, make_code
+from gcc_mpi.codes import CLASSES, DecodeError, make_code
 from gcc_mpi.codes.berrut import berrut_matrix
 from gcc_mpi.codes.kernels import KERNELS, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
@@ -203,7 +203,7 @@ def test_decode_is_independent_of_the_order_results_arrive_in():
 
 
 def test_every_scheme_is_registered():
-    assert set(SCHEMES) == {"uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold"}
+    assert set(CLASSES) == {"uncoded", "replication", "lcc", "bacc", "letcc", "gcc", "gcc-manifold"}
 
 
 def test_lambda_choice_breaks_ties_toward_less_smoothing():
@@ -212,3 +212,25 @@ def test_lambda_choice_breaks_ties_toward_less_smoothing():
     lams = np.array([1e-12, 1e-10, 1e-8, 1e-6])
     assert _smallest_near_min(lams, np.array([2.0, 1.0, 1.0 + 1e-12, 3.0])) == 1e-10
     assert _smallest_near_min(lams, np.array([5.0, 4.0, 3.0, 1.0])) == 1e-6
+
+
+def test_a_code_built_without_options_is_the_code_a_job_gets():
+    """One default for every option: each built-in class's keyword defaults are the job file's
+    defaults of its [code.<name>] table (make_code in a test or benchmark builds what a job
+    that sets nothing runs)."""
+    import inspect
+
+    from gcc_mpi.config import CodeSection
+
+    section = CodeSection()
+    for name, cls in CLASSES.items():
+        options = section.options(name)
+        defaults = {k: p.default for k, p in inspect.signature(cls).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+        for key, value in options.items():
+            if key == "pool":  # the job's pool size becomes the class's pool_rows (trial.py)
+                assert value == 0 and defaults["pool_rows"] is None
+                continue
+            if name == "lcc" and key == "degree":  # resolved from the target (config)
+                continue
+            assert defaults[key] == value, (name, key, defaults[key], value)

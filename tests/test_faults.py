@@ -29,7 +29,7 @@ from gcc_mpi.erasures import HUNG, LOST, NONFINITE, RAISED, SHAPE, evaluate_rows
 from gcc_mpi.errors import JobError
 from gcc_mpi.progress import Progress
 from gcc_mpi.results import ResultWriter, mismatches, read_results
-from gcc_mpi.trial import StopRule
+from gcc_mpi.trial import WaitPolicy
 
 
 
@@ -699,7 +699,7 @@ def test_stop_rule_with_erasures_matches_a_walk_through_the_arrivals(scheme, wai
     order, skip erasures, stop when done (or at the deadline)."""
     rng = np.random.default_rng(1)
     code = make_code(scheme, 10, 4, **({"degree": 2} if scheme == "lcc" else {}))
-    rule = StopRule(code, wait, S, deadline)
+    rule = WaitPolicy(code, wait, S, deadline)
     n = len(code.active)
     for _ in range(200):
         arrival, ok = rng.random(n), rng.random(n) > 0.3

@@ -22,7 +22,7 @@ from test_faults import SLOW, SLOW_F, assert_consistent, trials_in, write
 from test_runtime import AGREE, assert_same_as_simulate
 
 from gcc_mpi.erasures import HUNG, LOST
-from gcc_mpi.probe import read_probe
+from gcc_mpi.traces import read_probe
 from gcc_mpi.results import read_results
 
 on_hosts = pytest.mark.hosts

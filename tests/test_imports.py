@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gcc_mpi"
 # what a worker may not load: it needs numpy, mpi4py, the job file's parser and its f only
 # (rank 0 builds the data, the codes and the file: scipy, h5py and the modules below)
 NOT_ON_A_WORKER = ("scipy", "h5py", "matplotlib", "gcc_mpi.codes", "gcc_mpi.simulate",
-                   "gcc_mpi.job", "gcc_mpi.trial", "gcc_mpi.results", "gcc_mpi.merge",
+                   "gcc_mpi.setup", "gcc_mpi.trial", "gcc_mpi.results", "gcc_mpi.merge",
                    "gcc_mpi.analyze", "gcc_mpi.plots", "gcc_mpi.runtime.master")
 
 
@@ -78,7 +78,7 @@ def test_the_rooms_of_the_house():
         if m.startswith("gcc_mpi.runtime"):
             assert "gcc_mpi.simulate" not in deps, m
     for path in [*PACKAGE.glob("codes/*.py"), *PACKAGE.glob("targets/*.py"),
-                 PACKAGE / "stragglers.py", PACKAGE / "job.py", PACKAGE / "trial.py"]:
+                 PACKAGE / "stragglers.py", PACKAGE / "setup.py", PACKAGE / "trial.py"]:
         assert "mpi4py" not in path.read_text(), path
 
 

@@ -16,7 +16,7 @@ from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 from gcc_mpi.config import load_job
 from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.trial import PointSetup, scheme_options
+from gcc_mpi.setup import PointSetup, scheme_options
 
 from pathlib import Path
 

@@ -20,9 +20,9 @@ from gcc_mpi.config import load_job, parse_job
 from gcc_mpi.datasets import load_dataset
 from gcc_mpi.errors import JobError
 from gcc_mpi.results import read_results
-from gcc_mpi.targets import make_target, probe, target_for
+from gcc_mpi.targets import make_target, target_for, try_one_row
 from gcc_mpi.targets import onnx as onnx_target
-from gcc_mpi.trial import PointSetup
+from gcc_mpi.setup import PointSetup
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
 
@@ -81,7 +81,7 @@ def test_onnx_mlp_from_known_weights_equals_the_numpy_mlp(tmp_path, digits):
     # coded inputs are not digits: any real rows, any batch size, including one row
     X = np.random.default_rng(0).standard_normal((7, 64))
     np.testing.assert_allclose(g(X), f(X), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(probe(g, X[0]), f(X[:1]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(try_one_row(g, X[0]), f(X[:1]), rtol=1e-5, atol=1e-5)
 
 
 def test_float64_model_is_exact(tmp_path, digits):

@@ -18,7 +18,8 @@ from mpirun import Launch, needs_mpiexec
 from mpirun import run as launch
 
 from gcc_mpi.__main__ import main
-from gcc_mpi.probe import FORMAT, baseline, read_probe, summarize_probe, write_probe
+from gcc_mpi.probe_report import summarize_probe
+from gcc_mpi.traces import FORMAT, baseline, read_probe, write_probe
 from gcc_mpi.results import read_results
 from gcc_mpi.stragglers import Trace, draw_delays
 
@@ -149,7 +150,7 @@ def test_a_probed_rank_0_scales_the_simulated_encode_and_decode(tmp_path, monkey
     wait; a file without that measurement (or a plain delay file) scales nothing."""
     import gcc_mpi.simulate as sim
     from gcc_mpi.records import Records
-    from gcc_mpi.probe import read_trace
+    from gcc_mpi.traces import read_trace
 
     arrival = fake_probe(tmp_path / "old.h5")
     write_probe(tmp_path / "p.h5", arrival, arrival / 2, ["a"] * 3, range(1, 4), complete=True,

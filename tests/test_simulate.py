@@ -10,8 +10,9 @@ from gcc_mpi.erasures import evaluate_rows, summary
 from gcc_mpi.records import MEASURED
 from gcc_mpi.results import read_results
 from gcc_mpi.simulate import concat
-from gcc_mpi.trial import (PointSetup, StopRule, decode_and_score, encode_record, failed_record,
-                           trial_rngs)
+from gcc_mpi.seeds import trial_rngs
+from gcc_mpi.trial import WaitPolicy, decode_and_score, encode_record, failed_record
+from gcc_mpi.setup import PointSetup
 
 SMALL = """
 [job]
@@ -102,14 +103,14 @@ def first_used(rule, arrival):
 def test_stop_rules():
     arrival = [0.5, 0.1, 0.4, 0.2, 0.3, 0.9]
     bacc = make_code("bacc", 6, 3)
-    assert first_used(StopRule(bacc, "fastest", 2), arrival) == ([1, 2, 3, 4], 0.4)
-    assert first_used(StopRule(bacc, "all", 2), arrival) == ([0, 1, 2, 3, 4, 5], 0.9)
-    assert first_used(StopRule(bacc, "deadline", 0, deadline=0.35), arrival) == ([1, 3, 4], 0.35)
+    assert first_used(WaitPolicy(bacc, "fastest", 2), arrival) == ([1, 2, 3, 4], 0.4)
+    assert first_used(WaitPolicy(bacc, "all", 2), arrival) == ([0, 1, 2, 3, 4, 5], 0.9)
+    assert first_used(WaitPolicy(bacc, "deadline", 0, deadline=0.35), arrival) == ([1, 3, 4], 0.35)
     rep = make_code("replication", 6, 3)  # owners 0 1 2 0 1 2: covered once 1, 3, 4 and 2 or 5
-    assert first_used(StopRule(rep, "fastest", 5), arrival) == ([1, 2, 3, 4], 0.4)
+    assert first_used(WaitPolicy(rep, "fastest", 5), arrival) == ([1, 2, 3, 4], 0.4)
     unc = make_code("uncoded", 6, 3)
-    assert first_used(StopRule(unc, "fastest", 5), arrival[:3]) == ([0, 1, 2], 0.5)
-    received, t = StopRule(unc, "deadline", 0, deadline=0.3).simulate(np.array(arrival[:3]))
+    assert first_used(WaitPolicy(unc, "fastest", 5), arrival[:3]) == ([0, 1, 2], 0.5)
+    received, t = WaitPolicy(unc, "deadline", 0, deadline=0.3).simulate(np.array(arrival[:3]))
     assert sorted(received.tolist()) == [1] and t == 0.3  # not decodable: the trial fails
 
 
@@ -120,7 +121,7 @@ def test_simulate_block_stops_where_simulate_does_for_each_trial(scheme, wait, S
     """One sort for the block where the count is fixed (bacc, gcc), a loop otherwise; ties
     (workers without delay) are broken by worker order either way."""
     code = make_code(scheme, 12, 3)
-    rule = StopRule(code, wait, S, deadline)
+    rule = WaitPolicy(code, wait, S, deadline)
     arrivals = np.random.default_rng(0).random((50, len(code.active)))
     arrivals[:, ::3] = 0.0
     received, t_stop = rule.simulate_block(arrivals)
@@ -251,7 +252,7 @@ DEADLINE = SMALL.replace("trials = 6", "trials = 40").replace("count = 2\n", "")
 
 def one_trial(setup, point_index, t):
     """{scheme: record} of trial t computed alone, by the per-trial functions the MPI master
-    shares (draw, reference, encode_record, StopRule, evaluate_rows, decode_and_score,
+    shares (draw, reference, encode_record, WaitPolicy, evaluate_rows, decode_and_score,
     failed_record) put together as the simulator did before it ran blocks."""
     X, delays = setup.draw(point_index, t)
     Y_true, why = setup.reference(X)
@@ -260,7 +261,7 @@ def one_trial(setup, point_index, t):
         if Y_true is None:
             records[name] = failed_record(code, delays, why)
             continue
-        rule, m = setup.rules[name], setup.target.output_dim
+        rule, m = setup.policies[name], setup.target.output_dim
         rec, X_coded = encode_record(code, X, delays)
         arrival = delays[code.active]
         received, t_stop = rule.simulate(arrival)

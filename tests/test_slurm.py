@@ -24,7 +24,7 @@ import pytest
 from gcc_mpi.__main__ import main
 from gcc_mpi.errors import JobError
 from gcc_mpi.results import read_results
-from gcc_mpi.runtime import mpi
+from gcc_mpi import launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -320,28 +320,28 @@ def test_which_environments_mean_several_tasks(monkeypatch):
     for var in os.environ:
         if var.startswith(("SLURM_", "PMI_", "OMPI_", "MV2_")):
             monkeypatch.delenv(var)
-    assert mpi.launched_tasks() is None and mpi.several_tasks_error("run") is None
+    assert launcher.launched_tasks() is None and launcher.several_tasks_error("run") is None
     monkeypatch.setenv("SLURM_NTASKS", "12")  # sbatch --ntasks=12, inside the batch script
     monkeypatch.setenv("SLURM_PROCID", "0")
-    assert mpi.launched_tasks() is None and mpi.several_tasks_error("simulate") is None
+    assert launcher.launched_tasks() is None and launcher.several_tasks_error("simulate") is None
     monkeypatch.setenv("SLURM_STEP_ID", "0")  # srun -n 1 python -m gcc_mpi simulate
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "1")
-    assert mpi.launched_tasks() == (1, "SLURM_STEP_NUM_TASKS", 0)
-    assert mpi.several_tasks_error("simulate") is None
+    assert launcher.launched_tasks() == (1, "SLURM_STEP_NUM_TASKS", 0)
+    assert launcher.several_tasks_error("simulate") is None
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "3")  # srun -n 3
-    line = mpi.several_tasks_error("run")
+    line = launcher.several_tasks_error("run")
     assert line.startswith("gcc_mpi: error: MPI sees a single process in each task, but the "
                            "launcher started 3 tasks (SLURM_STEP_NUM_TASKS=3)")
     assert "\n" not in line and "`srun --mpi=pmi2`" in line and "mpiexec" in line
     monkeypatch.setenv("SLURM_PROCID", "2")
-    assert mpi.several_tasks_error("run") == ""  # refused too, silently: task 0 says it
+    assert launcher.several_tasks_error("run") == ""  # refused too, silently: task 0 says it
     # hydra inside an allocation: its proxy step has one task per node, PMI_SIZE the ranks
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "1")
     monkeypatch.setenv("PMI_SIZE", "12")
     monkeypatch.setenv("PMI_RANK", "0")
-    assert mpi.launched_tasks() == (12, "PMI_SIZE", 0)
-    assert "mpiexec" in mpi.several_tasks_error("run")
-    assert mpi.several_tasks_error("simulate").startswith(
+    assert launcher.launched_tasks() == (12, "PMI_SIZE", 0)
+    assert "mpiexec" in launcher.several_tasks_error("run")
+    assert launcher.several_tasks_error("simulate").startswith(
         "gcc_mpi: error: simulate runs in one process, but the launcher started 12 tasks "
         "(PMI_SIZE=12)")
 

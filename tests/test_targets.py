@@ -8,7 +8,7 @@ from numpy.polynomial import polynomial as P
 
 from gcc_mpi.datasets import load_dataset
 from gcc_mpi.errors import JobError
-from gcc_mpi.targets import make_target, probe
+from gcc_mpi.targets import make_target, try_one_row
 
 
 def unit_rows(n, d, seed=0):
@@ -128,14 +128,14 @@ def test_python_function_from_file_and_module(tmp_path, monkeypatch):
     f = make_target("python", input_dim=3, function="userf.py:square", base_dir=tmp_path)
     assert f.input_dim is None and f.output_dim is None and not f.classifier
     X = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_array_equal(probe(f, X[0]), [[0.0, 1.0]])
+    np.testing.assert_array_equal(try_one_row(f, X[0]), [[0.0, 1.0]])
     assert f.output_dim == 2
     np.testing.assert_array_equal(f(X), X[:, :2] ** 2)
 
     monkeypatch.syspath_prepend(str(tmp_path))
     g = make_target("python", input_dim=3, function="userf:classify")
     assert g.classifier
-    probe(g, X[:1])
+    try_one_row(g, X[:1])
     assert g.output_dim == 3
 
 
@@ -157,7 +157,7 @@ def test_python_function_errors(tmp_path):
 
     def fails(function, match):
         with pytest.raises(JobError, match=match):
-            probe(make_target("python", input_dim=3, function=function, base_dir=tmp_path),
+            try_one_row(make_target("python", input_dim=3, function=function, base_dir=tmp_path),
                   np.ones(3))
 
     fails("ok.py:flat", r"target.function: ok.py:flat returned shape \(3,\) for an input of "

@@ -1,6 +1,6 @@
 """The coding schemes (no MPI here). ``make_code(name, N, K, **options)`` builds one.
 
-A scheme is a built-in name (``SCHEMES``) or a plug-in: ``"file.py:Class"`` (a file beside the
+A scheme is a built-in name (``gcc_mpi.schemes``, its class in ``CLASSES``) or a plug-in: ``"file.py:Class"`` (a file beside the
 job file), ``"package.module:Class"``, or the name of an entry point of the group
 ``gcc_mpi.schemes`` that an installed package declares. A plug-in's class implements the
 ``LinearCode`` interface (docs/own-scheme.md); it is imported and checked (``check_code``)
@@ -11,38 +11,28 @@ from collections.abc import Mapping
 from importlib import import_module
 
 from .. import user_code
-from ..config import ENTRY_POINTS, dotted, installed_schemes, is_plugin
+from ..config import dotted
 from ..errors import JobError
+from ..registry import BUILT_IN, ENTRY_POINTS, installed_schemes, is_plugin
 from .base import DecodeError, LinearCode, check_code
 
-# scheme -> (module, class); a scheme's module (and the scipy parts it uses: lcc's interpolation,
-# the manifold's graphs) is imported when the scheme is first built, not by every job
-_WHERE = {
-    "uncoded": ("uncoded", "Uncoded"),
-    "replication": ("uncoded", "Replication"),
-    "lcc": ("lcc", "LCC"),
-    "bacc": ("berrut", "BACC"),
-    "letcc": ("letcc", "LeTCC"),
-    "gcc": ("gcc", "GCC"),
-    "gcc-manifold": ("gcc_manifold", "ManifoldGCC"),
-}
-
-
-class _Schemes(Mapping):
-    """{name: class} of every built-in scheme, importing a class's module on first use."""
+class _Classes(Mapping):
+    """{name: class} of every built-in scheme, importing a class's module on first use (a
+    scheme's module, and the scipy parts it uses — lcc's interpolation, the manifold's graphs —
+    are imported when the scheme is first built, not by every job)."""
 
     def __getitem__(self, name):
-        module, cls = _WHERE[name]
-        return getattr(import_module(f".{module}", __name__), cls)
+        scheme = BUILT_IN[name]
+        return getattr(import_module(f".{scheme.module}", __name__), scheme.cls)
 
     def __iter__(self):
-        return iter(_WHERE)
+        return iter(BUILT_IN)
 
     def __len__(self):
-        return len(_WHERE)
+        return len(BUILT_IN)
 
 
-SCHEMES = _Schemes()
+CLASSES = _Classes()
 
 
 def plugin_class(name, base_dir="."):
@@ -59,11 +49,11 @@ def make_code(name, N, K, *, base_dir=".", **options):
     """The code ``name`` for N workers and K inputs; ``options`` are its [code.<name>] keys.
     A plug-in is imported (a file relative to ``base_dir``, the job file's folder), built and
     checked on a small batch (``check_code``): a problem is one JobError."""
-    if name in SCHEMES:
-        return SCHEMES[name](N, K, **options)
+    if name in CLASSES:
+        return CLASSES[name](N, K, **options)
     if not is_plugin(name):
         raise JobError("code.schemes", f"scheme {name!r} is not available in this version; "
-                                       f"choose from {', '.join(SCHEMES)} or a plug-in")
+                                       f"choose from {', '.join(CLASSES)} or a plug-in")
     cls = plugin_class(name, base_dir)
     if not callable(cls):
         raise JobError("code.schemes", f'"{name}" is a {type(cls).__name__}, not a class')
@@ -78,4 +68,4 @@ def make_code(name, N, K, *, base_dir=".", **options):
     return check_code(code, name, N, K)
 
 
-__all__ = ["DecodeError", "LinearCode", "SCHEMES", "check_code", "make_code", "plugin_class"]
+__all__ = ["CLASSES", "DecodeError", "LinearCode", "check_code", "make_code", "plugin_class"]

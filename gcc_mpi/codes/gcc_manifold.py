@@ -31,7 +31,7 @@ class ManifoldGCC(GCC):
     AUTO = {**GCC.AUTO, "enc": 2.0}  # measured: docs/science.md, "Lengthscale"
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",
-                 lambda_dec="auto", neighbors=8, ordering="geodesic", placement="chebyshev",
+                 lambda_dec="auto", neighbors=8, ordering="geodesic", placement="arclength",
                  laplacian=0.0, pool_rows=None, auto=None, decoder="auto"):
         super().__init__(N, K, kernel, lengthscale, lambda_enc, lambda_dec, auto=auto,
                          decoder=decoder)

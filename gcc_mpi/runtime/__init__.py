@@ -13,14 +13,14 @@ n + 1). Everything that touches MPI lives in this package:
 initialise MPI (``mpi.start`` does, when a run begins).
 """
 
+from .. import launcher
 from .mpi import WAIT_MODES  # noqa: F401  (no MPI side effect: mpi4py is imported lazily)
 
 
-def run_command(args, *, simulate, default_output, check_output=None):
+def run_command(args, *, simulate, default_output):
     """``python -m gcc_mpi run``: the MPI run on every rank, or, started as a single process,
     a hint on how to launch it and the same job in the simulator (``simulate(args)``).
-    Returns the exit code of this rank. ``check_output(job, prepared, out, resume,
-    simulate=False)``: rank 0's check that the results file fits the disk (a JobError if not).
+    Returns the exit code of this rank.
 
     Under a launcher every rank first checks the job file and arguments on its own, before MPI
     starts: a bad job ends every rank at once with exit code 2 (one line, from rank 0). The
@@ -33,7 +33,7 @@ def run_command(args, *, simulate, default_output, check_output=None):
     from ..stopping import StopFlag
     from . import mpi
 
-    size = mpi.launcher_size()
+    size = launcher.launcher_size()
     if size is not None and size > 1:
         from .run import load_job_for
 
@@ -48,7 +48,7 @@ def run_command(args, *, simulate, default_output, check_output=None):
         if mpi.fault_tolerant(MPI):  # a dead peer's requests fail instead of ending the rank
             comm.Set_errhandler(MPI.ERRORS_RETURN)
         if comm.size == 1:
-            refusal = mpi.several_tasks_error("run")  # e.g. srun --mpi=none: N lone copies
+            refusal = launcher.several_tasks_error("run")  # e.g. srun --mpi=none: N lone copies
             if refusal is not None:
                 from . import witness
 
@@ -72,7 +72,7 @@ def run_command(args, *, simulate, default_output, check_output=None):
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
                 from .run import main_master
-                code = main_master(comm, args, default_output, stop, notice, check_output)
+                code = main_master(comm, args, default_output, stop, notice)
             else:
                 from .worker import main_worker
                 code = main_worker(comm, args, stop, notice=notice)

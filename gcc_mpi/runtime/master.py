@@ -3,7 +3,7 @@
 One round = one scheme of one trial: encode (same code object as the simulator), start the
 persistent receive and TASK send of each active worker in a free slot (``protocol.Slots``),
 then take the completions in the order Testsome reports them, stamping each with its arrival
-time, until ``StopRule.done`` (or the deadline) — exactly the received sets the simulator builds
+time, until ``WaitPolicy.done`` (or the deadline) — exactly the received sets the simulator builds
 from the arrival order. A FAILED reply (f raised, NaN/inf, wrong shape) is an erasure: recorded
 with its reason, not counted, and the master keeps waiting. Once a round is decided, every
 worker still busy with it gets a STOP, the round is decoded and scored (``decode_and_score``),
@@ -68,7 +68,7 @@ class Round:
 
     ``workers``: the active workers it sent a TASK (worker w = rank w + 1); ``pending``: those
     whose reply has not come; ``got``: the workers whose results it uses, in arrival order.
-    ``t_stop`` is set when it stops waiting (its StopRule is satisfied, its deadline passed or
+    ``t_stop`` is set when it stops waiting (its WaitPolicy is satisfied, its deadline passed or
     every reply came); ``stopped`` (the workers sent a STOP) once it was decided."""
 
     __slots__ = ("seq", "trial", "name", "code", "rule", "rec", "Y_true", "slot", "workers",
@@ -272,7 +272,7 @@ class Master:
         slots = self.slots
         slot = slots.free.pop()
         self.seq += 1
-        r = Round(self.seq, trial, name, code, setup.rules[name], rec, Y_true, slot, workers,
+        r = Round(self.seq, trial, name, code, setup.policies[name], rec, Y_true, slot, workers,
                   texts)
         task = slots.task[slot]
         P.fill_tasks(task, workers, self.seq, trial, delays[workers], X_coded)

@@ -16,11 +16,11 @@ import os
 import shlex
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from .. import launcher
 from ..errors import JobError
 from . import mpi
 from . import protocol as P
@@ -49,11 +49,6 @@ def user_job(args):
 
     overrides = [parse_override(s) for s in args.overrides]
     return load_job(args.job, overrides) if args.job else load_default_job(overrides)
-
-
-def default_output(job):
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"{job.config.job.name}-probe-{stamp}.h5"
 
 
 class Timer:
@@ -90,8 +85,8 @@ def probe_command(args):
     """Every rank's entry; returns its exit code. As a single process: a hint, exit code 2."""
     from ..stopping import StopFlag
 
-    size = mpi.launcher_size()
-    step = mpi.launched_tasks()
+    size = launcher.launcher_size()
+    step = launcher.launched_tasks()
     if size is None and step is not None:  # an srun step without PMI-2 (PMIx, none): MPI says
         size = step[0]
     if size is None or size < 2:
@@ -109,7 +104,7 @@ def probe_command(args):
         comm = MPI.COMM_WORLD
         if comm.size == 1:  # e.g. srun --mpi=none: lone copies; one line, from task 0
             witness.done()
-            refusal = mpi.several_tasks_error("run")
+            refusal = launcher.several_tasks_error("run")
             if refusal:
                 print(refusal, file=sys.stderr)
             return 2
@@ -123,10 +118,11 @@ def probe_command(args):
 
 
 def probe_master(comm, MPI, args, stop, notice):
-    from ..probe import check_output, reference_work, write_probe
+    from ..outputs import default_output, refuse
+    from ..traces import reference_work, write_probe
     from ..progress import Progress
     from ..stopping import Stop
-    from ..trial import PointSetup
+    from ..setup import PointSetup
     from .master import GRACE, Master, WorkerLost
     from .run import announce, handshake, pid_map
 
@@ -135,8 +131,8 @@ def probe_master(comm, MPI, args, stop, notice):
         mode = mpi.resolve_wait(args.wait, comm)
         job = probe_job(args, comm.size)
         setup = PointSetup.build(job.config, job.base_dir)
-        out = Path(args.output) if args.output else default_output(job)
-        check_output(out, args.overwrite)
+        out = Path(args.output) if args.output else default_output(job, kind="probe")
+        refuse(out, overwrite=args.overwrite)
     except JobError as e:
         witness.done()
         announce(comm, startup, ("error", str(e)))
@@ -214,7 +210,8 @@ def probe_master(comm, MPI, args, stop, notice):
               "(complete = false)", file=sys.stderr)
         return stopped.code
     if not args.quiet:
-        from ..probe import format_probe, read_probe, summarize_probe
+        from ..probe_report import format_probe, summarize_probe
+        from ..traces import read_probe
 
         print(format_probe(summarize_probe(read_probe(out))))
     print(f"wrote {out}", file=sys.stderr)

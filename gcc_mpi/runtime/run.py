@@ -52,14 +52,16 @@ def preflight_job(job, args, comm):
     the caller announces to the workers); prints the default job's choice and the warnings."""
     from .. import preflight
     from ..config import select_points
+    from ..outputs import refuse
     from .mpi import local_ranks
 
     if args.output:
-        preflight.check_output(args.output, args.overwrite, args.resume)
+        refuse(args.output, overwrite=args.overwrite, resume=args.resume)
     points = select_points(job, getattr(args, "point", None))
-    warnings = preflight.check(job, points, ranks=comm.size, local_ranks=local_ranks(comm),
-                               simulate=False)
+    prepared, warnings = preflight.checked_setup(
+        job, points, ranks=comm.size, local_ranks=local_ranks(comm), simulate=False)
     preflight.report(job, warnings)
+    return prepared
 
 
 def ranks_needed(args):
@@ -77,11 +79,10 @@ def announce(comm, waiter, message):
     waiter.all(requests)
 
 
-def main_master(comm, args, default_output, stop=None, notice=None, check_output=None):
+def main_master(comm, args, default_output, stop=None, notice=None):
     from mpi4py import MPI
 
-    from ..config import select_points
-    from ..job import prepare
+    from ..preflight import check_disk
     from ..progress import Progress
     from ..results import ResultWriter, read_results
     from ..stopping import Stop, StopFlag
@@ -92,15 +93,13 @@ def main_master(comm, args, default_output, stop=None, notice=None, check_output
     try:
         mode = resolve_wait(args.wait, comm)
         job = load_job_for(args, comm.size)
-        preflight_job(job, args, comm)
         stop.set_limit(job.config.job.time_limit)
         # every point's data, model and codes (only point I with --point I): bad input fails here
         t0 = time.perf_counter()
-        prepared = prepare(job, select_points(job, getattr(args, "point", None)))
+        prepared = preflight_job(job, args, comm)
         built = time.perf_counter() - t0  # the workers build f meanwhile: the handshake's bound
         out = Path(args.output) if args.output else default_output(job)
-        if check_output is not None:
-            check_output(job, prepared, out, args.resume, simulate=False)
+        check_disk(job, prepared, out, args.resume, simulate=False)
         command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
                               *sys.argv[1:]])
         writer = ResultWriter(out, config_toml=job.to_toml(), command=command,

@@ -1,7 +1,7 @@
 """Target functions f that the workers compute: polynomial, linear, mlp, onnx, python.
 
 ``make_target(kind, ...)`` validates its arguments and returns a ready callable object (see
-:class:`gcc_mpi.targets.base.Target`); ``probe(target, x)`` checks it on one row before a job
+:class:`gcc_mpi.targets.base.Target`); ``try_one_row(target, x)`` checks it on one row before a job
 starts and fills in ``output_dim`` for python targets.  onnxruntime is imported only when an
 onnx target is built.  No MPI here.
 """
@@ -17,7 +17,7 @@ from .pyfunc import PythonTarget
 
 KINDS = ("linear", "mlp", "onnx", "polynomial", "python")
 
-__all__ = ["KINDS", "Target", "check_layout", "make_target", "probe", "target_for",
+__all__ = ["KINDS", "Target", "check_layout", "make_target", "target_for", "try_one_row",
            "LinearTarget", "MLPTarget", "OnnxTarget", "PolynomialTarget", "PythonTarget"]
 
 
@@ -91,7 +91,7 @@ def check_layout(target, dataset):
                             "for channels-last images)")
 
 
-def probe(target, x):
+def try_one_row(target, x):
     """Call ``target`` on one input row and check it returns a finite (1, m) array.
 
     Returns that (1, m) output.  Sets ``output_dim`` when the target did not know it (python
