@@ -157,7 +157,7 @@ def processes(mark):
 
 def ranks_of(err):
     """{rank: (pid, host)} from rank 0's "ranks by host and pid" line (None before it)."""
-    from gcc_mpi.runtime.run import read_pid_map
+    from gcc_mpi.runtime.startup import read_pid_map
 
     m = re.search(r"ranks by host and pid: (.*)", err)
     return read_pid_map(m.group(1)) if m else None

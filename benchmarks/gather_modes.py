@@ -26,9 +26,10 @@ from mpi4py import MPI  # noqa: E402
 
 from runtime_overhead import SCHEME  # noqa: E402
 from gcc_mpi.config import load_default_job  # noqa: E402
-from gcc_mpi.runtime.master import Master  # noqa: E402
-from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, library  # noqa: E402
-from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.mpi import library  # noqa: E402
+from gcc_mpi.runtime.session import block  # noqa: E402
+from gcc_mpi.runtime.worker import build_targets  # noqa: E402
+
 
 def job_for(size, target):
     """runtime_overhead's job (bacc, wait = "all", no stragglers) with K = min(10, N), so that
@@ -44,11 +45,9 @@ def job_for(size, target):
 MODES = ("polite", "busy")
 
 
-def block(comm, setup, name, trials, start, delay):
-    """(protocol ms, rank-0 CPU ms) per round of one block in mode ``name``, then EXIT."""
-    master = Master(comm, MPI, Waiter(MPI, name))
-    master.open(setup, 0, 1)
-    master.listen()
+def timed_rounds(master, setup, trials, start, delay):
+    """(protocol ms, rank-0 CPU ms) per round of one block (session.block: the NOTICE receives
+    as a run has them, EXIT to the workers at its end)."""
     protocol, cpu = [], []
     for t in range(start, start + trials):
         X, Y, delays = setup.inputs(0, t)
@@ -58,8 +57,6 @@ def block(comm, setup, name, trials, start, delay):
         rec = master.round(setup, SCHEME, 0, t, X, Y, delays)
         cpu.append(1e3 * (time.process_time() - c0))
         protocol.append(1e3 * (rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain))
-    master.shutdown()
-    master.close()
     return protocol, cpu
 
 
@@ -72,24 +69,24 @@ def main():
     args = p.parse_args()
     comm = MPI.COMM_WORLD
     job = job_for(comm.size, args.target)
+    setup = targets = None
     if comm.rank == 0:
-        from gcc_mpi.simulate import prepare
+        from gcc_mpi.setup import prepare
 
         (_, setup), = prepare(job)
         results = {name: ([], []) for name in MODES}
     else:
-        targets = build_targets(job.to_toml(), ".", [(64, 10)])
+        targets = build_targets(job, [(64, 10)])
     for b in range(args.blocks + 1):  # block 0 warms up and is not counted
+        start = b * args.trials
         for name in MODES:
             comm.Barrier()
-            if comm.rank == 0:
-                pr, cpu = block(comm, setup, name, args.trials, b * args.trials, args.delay)
-                if b:
-                    results[name][0].extend(pr)
-                    results[name][1].extend(cpu)
-            else:
-                # until this block's EXIT; serve then says BYE, which rank 0's shutdown awaits
-                Worker(comm, MPI, Waiter(MPI, name, hi=SLEEP_IDLE), targets).serve()
+            timed = block(comm, MPI, name,
+                          lambda m: timed_rounds(m, setup, args.trials, start, args.delay),
+                          setup=setup, targets=targets)
+            if comm.rank == 0 and b:
+                results[name][0].extend(timed[0])
+                results[name][1].extend(timed[1])
     if comm.rank != 0:
         return
     print(f"# gather_modes: {comm.size} ranks on {len(os.sched_getaffinity(0))} cores, scheme "

@@ -26,9 +26,10 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from gcc_mpi.config import load_default_job  # noqa: E402
-from gcc_mpi.runtime.master import Master  # noqa: E402
-from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, abort_on_error, resolve_wait  # noqa: E402
-from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.mpi import abort_on_error, resolve_wait  # noqa: E402
+from gcc_mpi.runtime.session import block  # noqa: E402
+from gcc_mpi.runtime.trials import run_trials  # noqa: E402
+from gcc_mpi.runtime.worker import build_targets  # noqa: E402
 
 
 class Records:
@@ -88,7 +89,7 @@ def run_depth(master, job):
     prepared = prepare(job)
     records = Records()
     t0 = time.perf_counter()
-    master.run(prepared, records, Quiet())
+    run_trials(master, prepared, records, Quiet())
     return time.perf_counter() - t0, records
 
 
@@ -126,14 +127,12 @@ def main():
                          "mpiexec -n 32 python benchmarks/pipeline.py")
     mode = resolve_wait(args.wait, comm)
     jobs = [job_for(comm.size, args, d) for d in depths]
-    if comm.rank != 0:
-        targets = build_targets(jobs[0].to_toml(), ".", [(64, 10)])
-        Worker(comm, MPI, Waiter(MPI, mode, hi=SLEEP_IDLE), targets, shared_clock=True).serve()
-        return
-    master = Master(comm, MPI, Waiter(MPI, mode))
-    results = [(d, *run_depth(master, job)) for d, job in zip(depths, jobs)]
-    master.shutdown()
-    report(results, args, comm.size, mode)
+    targets = build_targets(jobs[0], [(64, 10)]) if comm.rank else None
+    results = block(comm, MPI, mode,
+                    lambda m: [(d, *run_depth(m, job)) for d, job in zip(depths, jobs)],
+                    targets=targets, shared_clock=True)
+    if comm.rank == 0:
+        report(results, args, comm.size, mode)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,9 @@ from mpi4py import MPI  # noqa: E402
 
 import mpi_floor  # noqa: E402
 from gcc_mpi.config import load_default_job  # noqa: E402
-from gcc_mpi.runtime.master import Master  # noqa: E402
-from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, resolve_wait  # noqa: E402
-from gcc_mpi.runtime.worker import Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.mpi import resolve_wait  # noqa: E402
+from gcc_mpi.runtime.session import block  # noqa: E402
+from gcc_mpi.runtime.worker import build_targets  # noqa: E402
 
 SCHEME = "bacc"
 
@@ -53,7 +53,7 @@ def job_for(size, target):
 
 def floor_targets(comm, job):
     """[f] of the job's only point on a worker, as the runtime builds it; [None] on rank 0."""
-    return [None] if comm.rank == 0 else build_targets(job.to_toml(), ".", [(64, 10)])
+    return [None] if comm.rank == 0 else build_targets(job, [(64, 10)])
 
 
 def floor_loop(comm, trials, f=None):
@@ -67,9 +67,9 @@ def floor_loop(comm, trials, f=None):
 
 
 def runtime_block(master, setup, trials, start):
-    """(protocol time, round time) per round for ``trials`` rounds, then EXIT to the workers."""
+    """(protocol time, round time) per round for ``trials`` rounds of a block (session.block:
+    the NOTICE receives as a run has them, EXIT to the workers at its end)."""
     protocol, rounds = [], []
-    master.listen()  # the control receive, as a run has it (shutdown cancels it)
     for t in range(start, start + trials):
         X, Y, delays = setup.inputs(0, t)
         drain = master.stats["drain"]
@@ -77,7 +77,6 @@ def runtime_block(master, setup, trials, start):
         rec = master.round(setup, SCHEME, 0, t, X, Y, delays)
         rounds.append(time.perf_counter() - t0)
         protocol.append(rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain)
-    master.shutdown()
     return protocol, rounds
 
 
@@ -91,12 +90,11 @@ def main():
     comm = MPI.COMM_WORLD
     mode = resolve_wait(args.wait, comm)
     job = job_for(comm.size, args.target)
+    setup = None
     if comm.rank == 0:
         from gcc_mpi.setup import prepare
 
         (_, setup), = prepare(job)
-        master = Master(comm, MPI, Waiter(MPI, mode))
-        master.open(setup, 0, 1)
         floor, floor_f, protocol, rounds = [], [], [], []
     targets = floor_targets(comm, job)
     for b in range(args.blocks + 1):  # block 0 warms all up and is not counted
@@ -104,19 +102,17 @@ def main():
         for f in (None, targets[0]):  # the bare floor, then the floor whose workers compute f
             timed.append(floor_loop(comm, args.trials, f))
         comm.Barrier()
-        if comm.rank == 0:
-            pr, rd = runtime_block(master, setup, args.trials, b * args.trials)
-            if b:
-                floor.append(timed[0])
-                floor_f.append(timed[1])
-                protocol.append(1e3 * np.asarray(pr))
-                rounds.append(1e3 * np.asarray(rd))
-        else:
-            # until this block's EXIT; serve then says BYE, which rank 0's shutdown awaits
-            Worker(comm, MPI, Waiter(MPI, mode, hi=SLEEP_IDLE), targets).serve()
+        start = b * args.trials
+        timed_rounds = block(comm, MPI, mode, lambda m: runtime_block(m, setup, args.trials, start),
+                             setup=setup, targets=targets)
+        if comm.rank == 0 and b:
+            pr, rd = timed_rounds
+            floor.append(timed[0])
+            floor_f.append(timed[1])
+            protocol.append(1e3 * np.asarray(pr))
+            rounds.append(1e3 * np.asarray(rd))
     if comm.rank != 0:
         return
-    master.close()
     ratios = [np.median(p) / np.median(f) for f, p in zip(floor, protocol)]
     ratios_f = [np.median(p) / np.median(f) for f, p in zip(floor_f, protocol)]
     floor, floor_f, protocol, rounds = map(np.concatenate, (floor, floor_f, protocol, rounds))

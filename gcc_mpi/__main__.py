@@ -1,23 +1,20 @@
 """Command line: gcc-mpi (or python -m gcc_mpi) [run|simulate|analyze|merge|validate] ...
 
-This module only parses and dispatches (see README for the commands). Bad input of any kind ends
+This module only parses and dispatches to ``commands`` (see README for the commands). Bad input of any kind ends
 with one line on stderr and exit code 2; nothing here imports MPI unless a command needs it.
 """
 
 import argparse
 import os
-import shlex
 import sys
 
 # BLAS threads only fight each other (and the MPI ranks) over this application's small matrices:
 # a 30x30 eigendecomposition takes ~0.1 ms on one thread and ~5 ms with two busy cores contended.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-from pathlib import Path
 
 from . import __version__
 from .errors import JobError, ResourceError, resource_line
-from .outputs import default_output
 
 
 # seconds a rank other than 0 waits before it exits on an error that rank 0 reports
@@ -134,91 +131,6 @@ def _probe_args(sub):
     pl.add_argument("--plot", metavar="DIR", help="draw the frontier (needs the [plot] extra)")
 
 
-def cmd_probe(args):
-    if args.rounds < 1:
-        raise JobError("--rounds", f"must be an integer >= 1, got {args.rounds}")
-    from .runtime.probe import probe_command
-
-    return probe_command(args)
-
-
-def cmd_plan(args):
-    from .plan import main_plan
-
-    return main_plan(args)
-
-
-def load(args):
-    from .api import load_job
-
-    return load_job(args.job, args.overrides)
-
-
-def cmd_simulate(args):
-    from .analyze import format_table, summarize
-    from .api import run_simulation
-    from .launcher import several_tasks_error
-    from .stopping import Stop, StopFlag
-
-    refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
-    if refusal is not None:
-        if refusal:
-            print(refusal, file=sys.stderr)
-        return 2
-    stop = StopFlag()  # job.time_limit counts from here
-    job = load(args)
-    point = getattr(args, "point", None)
-    out = Path(args.output) if args.output else default_output(job, point)
-    try:
-        with stop:
-            results = run_simulation(
-                job, out, point=point, overwrite=args.overwrite,
-                resume=getattr(args, "resume", False), progress=not args.quiet, stop=stop,
-                command=shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]]))
-    except Stop as e:  # the file is closed with complete = false and every finished trial
-        print(f"gcc_mpi: {e} after {e.done} of {e.total} trials; {out} holds them "
-              "(complete = false): the same command with --resume continues", file=sys.stderr)
-        return e.code
-    if not args.quiet:
-        print(format_table(summarize(results)))
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
-
-
-def cmd_run(args):
-    from .runtime import run_command
-
-    return run_command(args, simulate=cmd_simulate,
-                       default_output=lambda job: default_output(job, args.point))
-
-
-def cmd_analyze(args):
-    from .analyze import main_analyze
-
-    return main_analyze(args.paths, json=args.json, csv=args.csv, rate=args.rate,
-                        plot=args.plot, html=args.html, labels=args.labels)
-
-
-def cmd_merge(args):
-    from .merge import merge
-
-    command = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
-    report = merge(args.paths, args.output, overwrite=args.overwrite, command=command)
-    print(report, file=sys.stderr)
-    return 0
-
-
-def cmd_validate(args):
-    from .api import check
-
-    job = load(args)
-    check(job, say=True)  # what simulate and run check before any work, the same function
-    print(job.to_toml(), end="")
-    print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
-          file=sys.stderr)
-    return 0
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -227,9 +139,9 @@ def main(argv=None):
             "-h", "--help", "--version")
         args = build_parser().parse_args(["run", *argv] if not argv or leading_option else argv)
         args.argv, args.prog = list(argv), invoked_as()
-        code = {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
-                "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe,
-                "plan": cmd_plan}[args.command](args)
+        from .commands import COMMANDS
+
+        code = COMMANDS[args.command](args)
     except JobError as e:
         from .launcher import launcher_rank
 

@@ -25,7 +25,7 @@ from . import config as _config
 from . import preflight
 from .analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
-from .config import Job, parse_override, select_points
+from .config import Job, select_points
 from .errors import JobError
 from .outputs import refuse
 from .records import PER_TRIAL
@@ -63,11 +63,7 @@ def load_job(path=None, overrides=(), *, defaults=None):
     JobError
         A bad key or value, naming the key and what is allowed.
     """
-    pairs = [parse_override(o) if isinstance(o, str) else o
-             for o in (overrides.items() if hasattr(overrides, "items") else overrides)]
-    if path is None:
-        return _config.load_default_job(pairs, defaults)
-    return _config.load_job(path, pairs, defaults)
+    return _config.load(path, overrides, defaults)
 
 
 def _checked(job, points=None, *, say=True, **where):
@@ -124,9 +120,9 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
         Replace an existing ``output``, or append the trials it lacks.
     progress : bool
         Show progress on stderr.
-    stop : stopping.StopFlag, optional
+    stop : interrupts.InterruptFlag, optional
         Ends the run early (SIGTERM, SIGINT, ``job.time_limit``) by raising
-        ``stopping.Stop`` between trials, with ``done`` and ``total`` trials; ``output``
+        ``interrupts.Interrupted`` between trials, with ``done`` and ``total`` trials; ``output``
         keeps every finished trial (complete = false; ``resume=True`` continues it).
         Default: a flag for ``job.time_limit`` only.
     command : str, optional
@@ -142,12 +138,9 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     JobError
         Bad input, before any work and without touching an existing ``output``.
     """
-    from .progress import Progress
-    from .results import ResultWriter
-    from .simulate import simulate_job
-    from .stopping import Stop, StopFlag
+    from .interrupts import InterruptFlag
 
-    stop = stop or StopFlag()
+    stop = stop or InterruptFlag()
     stop.set_limit(job.config.job.time_limit)
     points = select_points(job, point)
     if output is not None:
@@ -157,19 +150,31 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
         out = Path(output) if output is not None else Path(scratch) / "results.h5"
         prepared, _ = _checked(job, points, output=out, resume=resume)
         _note_master_scale(prepared)
-        total = len(prepared) * job.config.job.trials
-        shown = Progress(total, points=len(prepared), quiet=not progress)
-        try:
-            with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
-                              overwrite=overwrite, resume=resume) as writer:
-                simulate_job(job, writer, prepared, shown, stop)
-        except Stop as e:  # the file is closed, complete = false, with every finished trial
-            e.done, e.total, e.output = shown.done, total, output
-            raise
+        _simulate_into(out, job, prepared, overwrite, resume, progress, stop, command, output)
         results = read_results(out, whole=output is None)  # the temporary file goes
     if output is None:
         results = dataclasses.replace(results, path=f"{job.config.job.name} (in memory)")
     return results
+
+
+def _simulate_into(out, job, prepared, overwrite, resume, progress, stop, command, kept):
+    """The simulation of the prepared points into the results file ``out``; on an interruption
+    the file is closed (complete = false, with every finished trial) and ``Interrupted`` says
+    how many trials were done, and where they are kept (``kept``: None when in memory)."""
+    from .interrupts import Interrupted
+    from .progress import Progress
+    from .results import ResultWriter
+    from .simulate import simulate_job
+
+    total = len(prepared) * job.config.job.trials
+    shown = Progress(total, points=len(prepared), quiet=not progress)
+    try:
+        with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
+                          overwrite=overwrite, resume=resume) as writer:
+            simulate_job(job, writer, prepared, shown, stop)
+    except Interrupted as e:
+        e.done, e.total, e.output = shown.done, total, kept
+        raise
 
 
 def _job_text(job):

@@ -161,6 +161,15 @@ def _not_a_scheme(s):
     return f"; unknown scheme {_quote(s)}{_did_you_mean(s, names)}"
 
 
+def check_schemes(names, key):
+    """``names`` as a tuple when each is a scheme (built-in or plug-in) and none is repeated;
+    else JobError naming ``key``, as for code.schemes (e.g. ``plan --schemes``)."""
+    try:
+        return _scheme_list(list(names))
+    except _Bad as e:
+        raise JobError(key, e.hint.removeprefix("; ")) from None
+
+
 def _shape_list(v):
     ok = isinstance(v, (list, tuple)) and v and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) and 1 <= x <= 2**31 for x in v)
     return tuple(int(x) for x in v) if ok else _NO
@@ -722,6 +731,15 @@ def load_job(path, overrides: Iterable = (), defaults: Mapping | None = None) ->
     except (OSError, UnicodeDecodeError) as e:
         raise JobError("job file", f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     return parse_job(text, base_dir=path.resolve().parent, overrides=overrides, defaults=defaults, source=path)
+
+
+def load(path=None, overrides: Iterable = (), defaults: Mapping | None = None) -> Job:
+    """The job in the TOML file ``path``, or the default job (None), with ``overrides``
+    ("KEY=VALUE" strings, (key, value) pairs or a dict) and new ``defaults`` applied: the one
+    way the commands and the Python API load a job."""
+    if path is None:
+        return load_default_job(overrides, defaults)
+    return load_job(path, overrides, defaults)
 
 
 # The default job's batch and stragglers follow its N (benchmarks/default_job.py measures the rule

@@ -23,7 +23,6 @@ lowest p99 wins (again within 5 %), then the one with the fewest workers.
 import json
 import math
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 
 from .errors import JobError
 from .outputs import refuse
+from .tables import aligned
 
 DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
@@ -163,14 +163,7 @@ def format_plan(front, best, target):
                      "-" if c["relacc"] is None else f"{c['relacc']:.3f}",
                      f"{1e3 * c['latency_p50']:.3f}",
                      "-" if c["latency_p99"] is None else f"{1e3 * c['latency_p99']:.3f}"])
-    width = [max(len(x) for x in col) for col in zip(head, *body)]
-    left = {0, 1, 3}
-
-    def line(cells):
-        return "  ".join(x.ljust(w) if i in left else x.rjust(w)
-                         for i, (x, w) in enumerate(zip(cells, width))).rstrip()
-
-    return "\n".join([line(head), line(["-" * w for w in width])] + [line(b) for b in body])
+    return aligned(head, body, left={0, 1, 3})
 
 
 def best_job(job, base, best, trace_abs, where):
@@ -238,82 +231,90 @@ def plot_plan(cands, front, best, target, outdir, name):
     return save(fig, os.path.join(outdir, f"{name}-plan.png"))
 
 
-def main_plan(args):
-    from .config import load_default_job, load_job, parse_override
-    from .registry import NAMES, is_plugin
+def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials=None,
+              write=None, overwrite=False, json_out=False, plot=None, command=None):
+    """``python -m gcc_mpi plan``: simulate ``job`` (its first sweep point) on the measured
+    delays of ``trace`` for every candidate scheme and N, print the Pareto front and the fastest
+    configuration whose mse meets ``target_nmse`` dB (JSON: every candidate), and ``write`` it
+    as a job file; exit code 0, or 1 when no configuration meets the target."""
     from .traces import read_trace
 
     t0 = time.perf_counter()
-    overrides = [parse_override(s) for s in args.overrides]
-    job = load_job(args.job, overrides) if args.job else load_default_job(overrides)
     base = job.points[0].config
-    K = base.data.batch
-    trace_abs = Path(args.trace).expanduser().resolve()
-    trace = read_trace(trace_abs, "--trace")
-    most = args.max_workers or trace.workers
-    if most < K:
-        raise JobError("--max-workers", f"must be >= data.batch = {K} (N >= K), got {most}")
-    schemes = args.schemes or list(base.code.schemes)
-    for s in schemes:
-        if s not in NAMES and not is_plugin(s):
-            from .config import _did_you_mean
-
-            raise JobError("--schemes", f"unknown scheme {s!r}; choose from "
-                                        f"{', '.join(NAMES)}{_did_you_mean(s, NAMES)}")
-    trials = args.trials or DEFAULT_TRIALS
-    if trials < 2:
-        raise JobError("--trials", f"must be an integer >= 2, got {trials}")
-    if args.write:
-        refuse(args.write, "--write", overwrite=args.overwrite, example="best.toml")
-    if args.plot:
+    trace_abs = Path(trace).expanduser().resolve()
+    measured = read_trace(trace_abs, "--trace")
+    ns, schemes, trials = _request(base, measured, max_workers, schemes, trials)
+    if write:
+        refuse(write, "--write", overwrite=overwrite, example="best.toml")
+    if plot:
         from .plots import require_matplotlib
 
         require_matplotlib()
-    ns = candidate_ns(K, most)
-    cands = evaluate(base, str(trace_abs), ns, schemes, trials, trace.workers, trace,
+    cands = evaluate(base, str(trace_abs), ns, schemes, trials, measured.workers, measured,
                      job.base_dir)
     front = pareto(cands)
-    best = recommend(cands, args.target_nmse)
-    seconds = time.perf_counter() - t0
-    if args.json:
-        print(json.dumps({"target_nmse_db": args.target_nmse, "candidates": cands,
+    best = recommend(cands, target_nmse)
+    if json_out:
+        print(json.dumps({"target_nmse_db": target_nmse, "candidates": cands,
                           "recommended": best}, indent=2, default=str))
     else:
-        print(f"# plan for {args.job or 'the default job'} on trace {args.trace} "
-              f"({trace.times.shape[0]} rounds x "
-              f"{trace.workers} workers): {len(cands)} configurations ({len(schemes)} schemes, "
-              f"N in {ns}), {trials} simulated trials each, {seconds:.1f} s")
-        print("# Pareto front (latency p50 against mse); * = recommended, ok = meets the "
-              f"target {args.target_nmse:g} dB (upper end of the 95% interval)")
-        shown = front + [best] if best is not None and best not in front else front
-        print(format_plan(sorted(shown, key=lambda c: c["latency_p50"]), best, args.target_nmse))
-        failing = sum(1 for c in cands if c["trials_failed"])
-        if failing:
-            print(f"# {failing} configurations left out: some of their trials failed (too few "
-                  "results by the deadline to decode)")
-    if args.plot:
-        figure = plot_plan(cands, front, best, args.target_nmse, args.plot, job.config.job.name)
-        print(f"wrote {figure}", file=sys.stderr)
+        print(f"# plan for {job.source or 'the default job'} on trace {trace} "
+              f"({measured.times.shape[0]} rounds x {measured.workers} workers): {len(cands)} "
+              f"configurations ({len(schemes)} schemes, N in {ns}), {trials} simulated trials "
+              f"each, {time.perf_counter() - t0:.1f} s")
+        print(_table(cands, front, best, target_nmse))
+    if plot:
+        drawn = plot_plan(cands, front, best, target_nmse, plot, job.config.job.name)
+        print(f"wrote {drawn}", file=sys.stderr)
     if best is None:
-        closest = min((c for c in cands if c["mse_db"] is not None), key=lambda c: c["mse_db"],
-                      default=None)
-        hint = "" if closest is None else (f"; the most accurate is {closest['scheme']} at N = "
-                                           f"{closest['N']}, {closest['mse_db']:.2f} dB")
-        print(f"gcc_mpi: plan: no configuration meets {args.target_nmse:g} dB{hint}",
-              file=sys.stderr)
-        return 1
+        return _none_meets(cands, target_nmse)
     what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
             f"latency p50 {1e3 * best['latency_p50']:.3f} ms, p99 "
             f"{1e3 * best['latency_p99']:.3f} ms (simulated)")
     print(f"recommended: {what}")
-    if args.write:
-        where = Path(args.write).resolve().parent
-        command = shlex.join(["python", "-m", "gcc_mpi", *getattr(args, "argv", ["plan"])])
-        header = (f"# Written by `{command}`:\n# the fastest of {len(cands)} "
-                  f"configurations whose mse meets {args.target_nmse:g} dB on that trace:\n"
-                  f"# {what}.\n# Run it with `mpiexec -n {best['N'] + 1} python -m gcc_mpi run "
-                  f"{args.write}`.\n\n")
-        write_job(args.write, best_job(job, base, best, trace_abs, where), header,
-                  args.overwrite)
-        print(f"wrote {args.write}", file=sys.stderr)
+    if write:
+        header = (f"# Written by `{command or 'python -m gcc_mpi plan'}`:\n# the fastest of "
+                  f"{len(cands)} configurations whose mse meets {target_nmse:g} dB on that "
+                  f"trace:\n# {what}.\n# Run it with `mpiexec -n {best['N'] + 1} python -m "
+                  f"gcc_mpi run {write}`.\n\n")
+        where = Path(write).resolve().parent
+        write_job(write, best_job(job, base, best, trace_abs, where), header, overwrite)
+        print(f"wrote {write}", file=sys.stderr)
     return 0
+
+
+def _request(base, trace, max_workers, schemes, trials):
+    """(candidate Ns, schemes, trials) of a plan, checked: JobError naming the option."""
+    from .config import check_schemes
+
+    K = base.data.batch
+    most = max_workers or trace.workers
+    if most < K:
+        raise JobError("--max-workers", f"must be >= data.batch = {K} (N >= K), got {most}")
+    schemes = check_schemes(schemes, "--schemes") if schemes else list(base.code.schemes)
+    trials = trials or DEFAULT_TRIALS
+    if trials < 2:
+        raise JobError("--trials", f"must be an integer >= 2, got {trials}")
+    return candidate_ns(K, most), list(schemes), trials
+
+
+def _table(cands, front, best, target_nmse):
+    """The Pareto front (and the recommended configuration) as the plan prints it."""
+    lines = ["# Pareto front (latency p50 against mse); * = recommended, ok = meets the "
+             f"target {target_nmse:g} dB (upper end of the 95% interval)"]
+    shown = front + [best] if best is not None and best not in front else front
+    lines.append(format_plan(sorted(shown, key=lambda c: c["latency_p50"]), best, target_nmse))
+    failing = sum(1 for c in cands if c["trials_failed"])
+    if failing:
+        lines.append(f"# {failing} configurations left out: some of their trials failed (too "
+                     "few results by the deadline to decode)")
+    return "\n".join(lines)
+
+
+def _none_meets(cands, target_nmse):
+    closest = min((c for c in cands if c["mse_db"] is not None), key=lambda c: c["mse_db"],
+                  default=None)
+    hint = "" if closest is None else (f"; the most accurate is {closest['scheme']} at N = "
+                                       f"{closest['N']}, {closest['mse_db']:.2f} dB")
+    print(f"gcc_mpi: plan: no configuration meets {target_nmse:g} dB{hint}", file=sys.stderr)
+    return 1

@@ -546,15 +546,7 @@ def plot_tradeoff(job, rows):
         at_floor = np.array([r["mse_db"] < ROUNDOFF_DB for r in rs])
         exact |= bool(at_floor.any())
         yerr = np.array([0.0 if f else (r["mse_db_ci95"] or 0.0) for r, f in zip(rs, at_floor)])
-        mean = np.array([1e3 * r["latency_mean"] for r in rs])
-        mean_err = np.array([1e3 * (r["latency_mean_ci95"] or 0.0) for r in rs])
-        p99 = np.array([1e3 * r["latency_p99"] for r in rs])
-        # with few trials the interval's lower end can exceed the interpolated p99 (two
-        # trials: the larger one is a 98 % lower bound), and the upper end is unbounded
-        lo = np.array([max(p - 1e3 * r["latency_p99_lo"], 0.0)
-                       if r["latency_p99_lo"] is not None else 0.0 for p, r in zip(p99, rs)])
-        hi = np.array([max(1e3 * r["latency_p99_hi"] - p, 0.0)
-                       if r["latency_p99_hi"] is not None else 0.0 for p, r in zip(p99, rs)])
+        mean, mean_err, p99, lo, hi = _latencies(rs)
         name = f"{scheme} ({label})" if label else scheme
         ax.errorbar(mean, y, xerr=mean_err, yerr=yerr, color=color, linestyle=style,
                     marker=marker, markersize=5, capsize=2, linewidth=1, label=name)
@@ -583,6 +575,20 @@ def plot_tradeoff(job, rows):
     _legend(ax)
     _title(fig, ax, job, "accuracy against latency per scheme")
     return fig
+
+
+def _latencies(rows):
+    """(mean, its CI, p99, p99's CI below and above) of each row's latency, in ms."""
+    mean = np.array([1e3 * r["latency_mean"] for r in rows])
+    mean_err = np.array([1e3 * (r["latency_mean_ci95"] or 0.0) for r in rows])
+    p99 = np.array([1e3 * r["latency_p99"] for r in rows])
+    # with few trials the interval's lower end can exceed the interpolated p99 (two trials:
+    # the larger one is a 98 % lower bound), and the upper end is unbounded
+    lo = np.array([max(p - 1e3 * r["latency_p99_lo"], 0.0)
+                   if r["latency_p99_lo"] is not None else 0.0 for p, r in zip(p99, rows)])
+    hi = np.array([max(1e3 * r["latency_p99_hi"] - p, 0.0)
+                   if r["latency_p99_hi"] is not None else 0.0 for p, r in zip(p99, rows)])
+    return mean, mean_err, p99, lo, hi
 
 
 def _short(key):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .plots import figure, require_matplotlib, save
+from .tables import aligned
 from .traces import FORMAT, read_probe
 
 QUANTILES = (50, 90, 99)
@@ -60,13 +61,7 @@ def format_probe(s):
     pooled = s["pooled"]
     body.append(["all", "-", ",".join(s["hosts"]) or "-", _ms(pooled["p50"]),
                  _ms(pooled["p90"]), _ms(pooled["p99"]), "-"])
-    width = [max(len(c) for c in col) for col in zip(head, *body)]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i == 2 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, width))).rstrip()
-
-    lines = [line(head), line(["-" * w for w in width])] + [line(b) for b in body]
+    lines = [aligned(head, body, left={2})]
     t = s["tail"]
     if t:
         ratio = "-" if t["p99_over_p50"] is None else f"{t['p99_over_p50']:.2f}"

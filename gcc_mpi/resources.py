@@ -43,7 +43,7 @@ RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay,
 TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
 FILE_BYTES = 64 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
-MASTER_BLOCK = 256            # as runtime.master.BLOCK
+MASTER_BLOCK = 256            # as runtime.trials.BLOCK
 # as results.PENDING_BYTES, journal.DEFERRED_BYTES and results.CHUNK_CACHE (repeated: every rank
 # checks, and workers import no h5py)
 WRITER_BYTES = (4 + 32 + 32) * 2**20  # rows held, HDF5's metadata cache at its largest, the pages

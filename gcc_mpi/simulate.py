@@ -163,7 +163,7 @@ def run_point(setup, point, writer, progress, trials, stop=None):
     """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
     blocks are appended when the writer says a commit is due (``writer.due()``: an append costs
     about a millisecond, so small blocks are not appended one by one), when they hold a full
-    block's worth of trials (so at most two blocks are held: resources.py), and, on Stop (from
+    block's worth of trials (so at most two blocks are held: resources.py), and, on Interrupted (from
     ``stop.check()``) or any other exception, before it propagates; the unfinished block is
     dropped."""
     names = list(setup.codes)
@@ -225,8 +225,8 @@ def seconds_per_trial(setup, point_index, depth=None, trials=2):
 
 def simulate_job(job, writer, prepared=None, progress=None, stop=None):
     """Simulate every trial of the prepared points (default: all of the job's) into ``writer``;
-    trials already in it (a resumed file) are kept and skipped. ``stop``: a StopFlag whose
-    ``check`` may end the run early by raising Stop."""
+    trials already in it (a resumed file) are kept and skipped. ``stop``: an InterruptFlag whose
+    ``check`` may end the run early by raising Interrupted."""
     prepared = prepare(job) if prepared is None else prepared
     progress = progress or Progress(len(prepared) * job.config.job.trials, quiet=True)
     try:

@@ -9,12 +9,13 @@ def format_param(v):
 
 
 def aligned(head, body, left):
-    """Text table of ``head`` and the ``body`` rows: the first ``left`` columns (names)
-    left-aligned, the others (numbers) right-aligned, a rule under the head."""
+    """Text table of ``head`` and the ``body`` rows: the columns of ``left`` (names; an int n:
+    the first n) left-aligned, the others (numbers) right-aligned, a rule under the head."""
     width = [max(len(str(c)) for c in col) for col in zip(head, *body)]
+    left = set(range(left)) if isinstance(left, int) else set(left)
 
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
+        return "  ".join(str(c).ljust(w) if i in left else str(c).rjust(w)
                          for i, (c, w) in enumerate(zip(cells, width))).rstrip()
 
     return "\n".join([line(head), line(["-" * w for w in width])] + [line(b) for b in body])

@@ -92,7 +92,7 @@ def ours(err):
 def ranks_of(err):
     """{rank: (pid, host)} from rank 0's line "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 =
     pids 100-104; HOST2: rank 5 = pid 120; HOST3: 6=130, 7=133" in ``err``."""
-    from gcc_mpi.runtime.run import read_pid_map
+    from gcc_mpi.runtime.startup import read_pid_map
 
     return read_pid_map(re.search(r"ranks by host and pid: (.*)", err).group(1))
 

@@ -1,6 +1,6 @@
 """Test-only MPI program for tests/test_runtime.py: rank 0 drives the runtime's Master and ranks
-1.. its Worker directly, as the benchmarks do, and nobody sends a BYE by hand. Three blocks of
-a few rounds, each ended by one ``Master.shutdown`` (one EXIT per worker, a new Worker per
+1.. its Worker directly (below session.block, which the benchmarks use), and nobody sends a BYE
+by hand. Three blocks of a few rounds, each ended by one ``ending.shutdown`` (one EXIT per worker, a new Worker per
 block): the master listens in block 0, not in block 1 (where every worker first announces a
 signal, a NOTICE that must be received before its BYE) and, as a new Master, in block 2.
 
@@ -25,6 +25,7 @@ from mpi4py import MPI  # noqa: E402
 
 from gcc_mpi.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime import protocol as P  # noqa: E402
+from gcc_mpi.runtime.ending import shutdown  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
 from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, abort_on_error, improbe  # noqa: E402
 from gcc_mpi.runtime.worker import Announcer, Worker, build_targets  # noqa: E402
@@ -48,7 +49,7 @@ def master_block(comm, master, setup, block, listen):
     for t in range(block * ROUNDS, (block + 1) * ROUNDS):
         X, Y, delays = setup.inputs(0, t)
         master.round(setup, "bacc", 0, t, X, Y, delays)
-    if not master.shutdown(GRACE):
+    if not shutdown(master, GRACE):
         print(f"shutdown_blocks: block {block} (master listening: {listen}): not every BYE "
               f"came within {GRACE:g} s", file=sys.stderr, flush=True)
         comm.Abort(1)
@@ -71,7 +72,7 @@ def main():
         (_, setup), = prepare(job)
         master = None
     else:
-        targets = build_targets(job.to_toml(), ".", [(4, 2)])
+        targets = build_targets(job, [(4, 2)])
     for block, listen in enumerate(BLOCKS):
         if comm.rank == 0:
             if master is None or block == 2:  # a master shut down again, then a new one

@@ -207,11 +207,11 @@ def test_every_scheme_is_registered():
 
 
 def test_lambda_choice_breaks_ties_toward_less_smoothing():
-    from gcc_mpi.codes.smoother import _smallest_near_min
+    from gcc_mpi.codes.smoother import smallest_near_min
 
     lams = np.array([1e-12, 1e-10, 1e-8, 1e-6])
-    assert _smallest_near_min(lams, np.array([2.0, 1.0, 1.0 + 1e-12, 3.0])) == 1e-10
-    assert _smallest_near_min(lams, np.array([5.0, 4.0, 3.0, 1.0])) == 1e-6
+    assert smallest_near_min(lams, np.array([2.0, 1.0, 1.0 + 1e-12, 3.0])) == 1e-10
+    assert smallest_near_min(lams, np.array([5.0, 4.0, 3.0, 1.0])) == 1e-6
 
 
 def test_a_code_built_without_options_is_the_code_a_job_gets():

@@ -11,7 +11,7 @@ import pytest
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52
 from gcc_mpi.codes.lengthscale import STRIDE, LengthscaleSmoother, lengthscale_grid
-from gcc_mpi.codes.smoother import _smallest_near_min
+from gcc_mpi.codes.smoother import smallest_near_min
 from gcc_mpi.codes.windowed import LOCAL_TOL, WindowedSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 
@@ -45,7 +45,7 @@ class PlainLengthscaleSmoother(LengthscaleSmoother):
         cols = np.clip(near[:, None] + np.arange(-STRIDE + 1, STRIDE), 0, lams.shape[1] - 1)
         fine = np.take_along_axis(lams, cols, axis=1)
         score = self.scores(Y, fine, criterion, indices, basis)
-        best = [_smallest_near_min(fine[j], score[j]) for j in range(len(fine))]
+        best = [smallest_near_min(fine[j], score[j]) for j in range(len(fine))]
         return score.min(axis=1), np.array(best)
 
 

@@ -1,4 +1,5 @@
-"""What imports what: no cycles, the rooms of the house, and a lean worker.
+"""What imports what: no cycles, every module in its layer, no private names across modules, and
+a lean worker.
 
 The static checks read every ``import`` of the package with ``ast`` (those inside functions
 too: a lazy import is still a dependency). The worker check runs a small MPI job whose f, a
@@ -24,17 +25,20 @@ NOT_ON_A_WORKER = ("scipy", "h5py", "matplotlib", "gcc_mpi.codes", "gcc_mpi.simu
                    "gcc_mpi.analyze", "gcc_mpi.plots", "gcc_mpi.runtime.master")
 
 
-def module_name(path):
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path, package=PACKAGE):
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports():
-    """{module: set of gcc_mpi modules it imports anywhere in its text}."""
+def imports(package=PACKAGE):
+    """{module: set of gcc_mpi modules it imports anywhere in its text}. ``from X import a``
+    counts X.a when that is a module, else X (the package ``gcc_mpi`` itself only for a name
+    it defines)."""
+    modules = {module_name(path, package) for path in package.rglob("*.py")}
     graph = {}
-    for path in PACKAGE.rglob("*.py"):
-        name = module_name(path)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for path in package.rglob("*.py"):
+        name = module_name(path, package)
+        home = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -42,12 +46,12 @@ def imports():
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    up = home.split(".")[:len(home.split(".")) - node.level + 1]
                     base = ".".join(up + ([base] if base else []))
-                found.add(base)
-                found |= {f"{base}.{a.name}" for a in node.names}  # "from . import protocol"
-        graph[name] = {m for m in found if m.startswith("gcc_mpi") and m != name}
-    return {k: {m for m in v if m in graph} for k, v in graph.items()}
+                for a in node.names:  # "from . import protocol" imports a module
+                    found.add(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
 
 
 def test_no_import_cycles():
@@ -71,15 +75,102 @@ def test_no_import_cycles():
         visit(m)
 
 
-def test_the_rooms_of_the_house():
-    """runtime/ never imports the simulator; the mathematics never imports MPI."""
+# The layers of the package, bottom to top (docs/contributing.md draws them): a module may import
+# the modules of its own layer and of the layers below, never above. The two rooms of the fifth
+# layer are peers that never import each other: the MPI runtime and the reports.
+LAYERS = [
+    ("base", {"gcc_mpi", "errors", "records", "registry", "erasures", "interrupts", "progress",
+              "tables", "quantiles", "rates", "user_code", "journal", "seeds", "launcher",
+              "outputs"}),
+    ("job", {"config"}),
+    ("maths", {"codes", "targets", "datasets", "stragglers"}),
+    ("core", {"trial", "setup", "simulate", "preflight", "resources", "traces"}),
+    ("files", {"results", "merge"}),
+    ("runtime", {"runtime"}),
+    ("reports", {"analyze", "plots", "plan", "comparison", "html_report", "probe_report"}),
+    ("interface", {"__main__", "commands", "api"}),
+]
+PEERS = {"runtime": "reports", "reports": "runtime"}
+
+
+def layer_of(module):
+    """The layer of a gcc_mpi module (its first component below the package decides)."""
+    top = module.split(".")[1] if module != "gcc_mpi" else "gcc_mpi"
+    for rank, (layer, members) in enumerate(LAYERS):
+        if top in members:
+            return rank, layer
+    pytest.fail(f"{module} is in no layer: add it to LAYERS (and docs/contributing.md)")
+
+
+def wrong_arrows(graph):
+    """The imports that go up a layer or across the peers, as "a -> b (layer -> layer)"."""
+    wrong = []
+    for m, deps in sorted(graph.items()):
+        rank, layer = layer_of(m)
+        for d in sorted(deps):
+            d_rank, d_layer = layer_of(d)
+            if PEERS.get(layer) == d_layer:
+                wrong.append(f"{m} -> {d} ({layer} -> {d_layer}: peers)")
+            elif d_rank > rank and not (m.startswith(d + ".") or d == "gcc_mpi"):
+                wrong.append(f"{m} -> {d} ({layer} -> {d_layer})")
+    return wrong
+
+
+def test_every_module_stays_in_its_layer():
+    """No import goes up a layer (docs/contributing.md, "Layers"), nor between the runtime and
+    the reports; the mathematics never imports MPI; a module of the runtime never imports the
+    simulator (rank 0's transitive use of it in the checks before a run aside)."""
     graph = imports()
+    assert wrong_arrows(graph) == []
     for m, deps in graph.items():
         if m.startswith("gcc_mpi.runtime"):
             assert "gcc_mpi.simulate" not in deps, m
     for path in [*PACKAGE.glob("codes/*.py"), *PACKAGE.glob("targets/*.py"),
                  PACKAGE / "stragglers.py", PACKAGE / "setup.py", PACKAGE / "trial.py"]:
         assert "mpi4py" not in path.read_text(), path
+
+
+def test_an_arrow_the_wrong_way_is_caught(tmp_path):
+    """The layer check fails on a copy of the package with one import turned around: the job
+    schema importing the results file, and the runtime importing the reports."""
+    import shutil
+
+    copy = tmp_path / "gcc_mpi"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    config = copy / "config.py"
+    config.write_text(config.read_text() + "\n\ndef _up():\n    from .results import read_results\n")
+    session = copy / "runtime" / "session.py"
+    session.write_text(session.read_text() + "\n\ndef _across():\n    from ..analyze import summarize\n")
+    assert wrong_arrows(imports(copy)) == [
+        "gcc_mpi.config -> gcc_mpi.results (job -> files)",
+        "gcc_mpi.runtime.session -> gcc_mpi.analyze (runtime -> reports: peers)"]
+
+
+def private_imports(package=PACKAGE):
+    """Where a module uses another module's private name (``from x import _y``, ``x._y``)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree, imported = ast.parse(path.read_text()), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                    "gcc_mpi")):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        found.append(f"{module_name(path)}: {a.name}")
+                    imported.add(a.asname or a.name)
+            elif isinstance(node, ast.Import):
+                imported |= {(a.asname or a.name).split(".")[0] for a in node.names
+                             if a.name.startswith("gcc_mpi")}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                    and node.value.id in imported):
+                found.append(f"{module_name(path)}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    assert private_imports() == []
 
 
 SPY_F = '''

@@ -40,7 +40,7 @@ def dof_cap(s, lams, min_dof, q=0):
     return np.take_along_axis(lams, keep[..., None] - 1, axis=-1)
 
 
-def _smallest_near_min(lams, score, rtol=1e-6):
+def smallest_near_min(lams, score, rtol=1e-6):
     """The smallest lambda whose score is within ``rtol`` of the minimum (``first_near_min``)."""
     return lams[int(first_near_min(score, rtol))]
 
@@ -107,7 +107,7 @@ class KernelSmoother:
         e = np.sum((self.W.T @ Y) ** 2, axis=1)  # energy of y along each eigenvector
         f = lams[:, None] / (self.s[None, :] + lams[:, None])  # eigenvalues of I - H
         score = self.n * (f**2 @ e) / f.sum(axis=1) ** 2
-        return _smallest_near_min(lams, score)
+        return smallest_near_min(lams, score)
 
     def loo(self, Y, min_dof=0):
         """Lambda minimising the exact leave-one-out error sum_i |r_i / (1 - H_ii)|^2.
@@ -122,7 +122,7 @@ class KernelSmoother:
         C = self.W @ (inv[:, :, None] * (self.W.T @ Y)[None])  # coefficients c per lambda (g, n, m)
         h = inv @ (self.W**2).T  # (g, n): (1 - H_ii) / lam
         score = np.sum((C / h[:, :, None]) ** 2, axis=(1, 2))
-        return _smallest_near_min(lams, score)
+        return smallest_near_min(lams, score)
 
     def select(self, Y, rule, min_dof=0):
         """Lambda for the data Y by ``rule``: a number, "gcv" or "loo" (over the lambdas that keep

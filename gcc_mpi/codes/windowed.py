@@ -20,7 +20,7 @@ approximated.
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR, KernelSmoother, _smallest_near_min
+from .smoother import GRID, LAMBDA_FLOOR, KernelSmoother, smallest_near_min
 
 # Largest hat weight a window's outermost point may have on its core: data beyond the window then
 # move the fit by less than this fraction of their own misfit.
@@ -230,7 +230,7 @@ class WindowedSmoother:
     def _choose(self, lams, score):
         """The best local lambda by score; None (ask the global smoother) when it is the largest of
         them while larger candidates exist: the optimum may lie beyond."""
-        best = _smallest_near_min(lams, score)
+        best = smallest_near_min(lams, score)
         return None if best == lams[-1] and len(lams) < len(self._distinct()) else best
 
     def _gcv_sums(self, Y, lams):
@@ -255,14 +255,9 @@ class WindowedSmoother:
         (None if no lambda is local)."""
         lams = self._local_candidates()
         if not fallback:
-            return _smallest_near_min(lams, self._loo(Y, lams)) if len(lams) else None
+            return smallest_near_min(lams, self._loo(Y, lams)) if len(lams) else None
         best = self._choose(lams, self._loo(Y, lams)) if len(lams) else None
         return self._fallback().loo(Y) if best is None else best
-
-    def loo_score(self, Y):
-        """The smallest leave-one-out error over the local lambdas (inf if there are none)."""
-        lams = self._local_candidates()
-        return float(self._loo(Y, lams).min()) if len(lams) else np.inf
 
     def gcv(self, Y):
         """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam sum h)."""

@@ -54,7 +54,7 @@ class Deaths:
         self.expected = set()   # ranks rank 0 ends itself (``expect``): buried, not lost
         self.unrecorded = set()  # ranks that died at start-up (``defer``), news for the run
         self.left = set()       # ranks that said BYE (after EXIT): their end is no death
-        self.leaving = set()    # ranks sent EXIT (``Master.shutdown``): their end neither
+        self.leaving = set()    # ranks sent EXIT (``ending.shutdown``): their end neither
         self.peer_notices = 0   # the most SIGUSR1 a worker said it got (NOTICE)
         self.seen_notices = 0
         self.next_look = 0.0    # time.monotonic() of the next look for ended pids (ULFM)

@@ -20,7 +20,7 @@ make every worker "hung" in the first round), but not slower than f on K inputs 
 — every worker silent that long (every one stopped, a filesystem that every node waits for) is
 hung, and the job goes on without them to its end. A worker past its due time is
 *hung*: rank 0 says so (a line on stderr, the file's root attribute ``hung`` with the trial)
-and takes it out of the rounds (``Master._silence``): a round still waiting for it stops waiting
+and takes it out of the rounds (``lost.Losses.silence``): a round still waiting for it stops waiting
 (error code HUNG, and a STOP, so that the worker skips that task if it comes back), and a
 decided one retires without its reply; its requests in those slots (the receive of its reply,
 the sends of its TASK and STOP) are *parked* here, out of the slots' arrays, so that the slots

@@ -19,7 +19,7 @@ a polling rank sees its own SIGTERM at its next turn.
 ``auto`` (the default) picks polite when this node runs more ranks than it has cores. Override
 with ``--wait busy|polite|auto`` or the environment variable GCC_MPI_WAIT.
 
-Signals: every rank notes SIGTERM and SIGINT (``stopping.StopFlag``). MPICH's hydra forwards
+Signals: every rank notes SIGTERM and SIGINT (``interrupts.InterruptFlag``). MPICH's hydra forwards
 both to every rank. Open MPI's mpiexec does not forward them: it kills every rank at once (the
 file keeps every committed trial; ``--resume`` continues); SIGTERM to rank 0 stops cleanly under
 both. SIGUSR1 is MPICH's dead-process notice: hydra sends it to the surviving ranks when a
@@ -61,7 +61,7 @@ SLEEP_IDLE = 1e-3      # longest sleep of an idle rank: how late it may notice a
 
 class RankFailure(Exception):
     """A rank of the job died: hydra's notice (SIGUSR1) came, or, under ULFM, a request
-    completed with a process-failure error. The master's waits hand over to ``Master._bury``.
+    completed with a process-failure error. The master's waits hand over to ``lost.Losses.bury``.
     ``revoked``: the error was MPI_ERR_REVOKED — no death, another rank ended the job
     (``abort``)."""
 
@@ -336,34 +336,32 @@ def abort_on_error(comm):
     """Run a rank's part of the job; any exception ends the whole job instead of leaving the
     other ranks waiting for this one: its message on stderr (naming the rank), then
     MPI_Abort — exit code 2 for a JobError on rank 0 (bad job input found late), else 1 (one
-    line too, on rank 0, when the disk or memory ran out)."""
+    line too, on rank 0, when the disk or memory ran out). Rank 0's witness is told first that
+    rank 0 ends the job itself."""
     from . import witness
 
     try:
         yield
-    except KeyboardInterrupt:
+    except BaseException as e:  # noqa: BLE001 - anything is this rank failing
+        witness.done()
+        abort(comm, _say_why(comm, e))
+
+
+def _say_why(comm, e):
+    """Say why this rank ends the job (rank 0 in one line where it can); its exit code."""
+    if isinstance(e, KeyboardInterrupt):
         if comm.rank == 0:
-            witness.done()
             print("gcc_mpi: interrupted", file=sys.stderr, flush=True)
-        abort(comm, 1)
-    except JobError as e:
-        if comm.rank == 0:
-            witness.done()
-            print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
-            abort(comm, 2)
-        _report(comm, e)
-        abort(comm, 1)
-    except (ResourceError, MemoryError) as e:
-        witness.done()
-        if comm.rank == 0:  # no disk or memory left: one line, the results file kept
-            print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr, flush=True)
-        else:
-            _report(comm, e)
-        abort(comm, 1)
-    except BaseException as e:  # noqa: BLE001 - anything else is this rank failing
-        witness.done()
-        _report(comm, e)
-        abort(comm, 1)
+        return 1
+    if isinstance(e, JobError) and comm.rank == 0:
+        print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    if isinstance(e, (ResourceError, MemoryError)) and comm.rank == 0:
+        # no disk or memory left: one line, the results file kept
+        print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr, flush=True)
+        return 1
+    _report(comm, e)
+    return 1
 
 
 def _report(comm, e):

@@ -21,7 +21,7 @@ from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff
 
 
 class Notices:
-    """The NOTICEs of every worker of ``comm``. ``stop``: the StopFlag that a worker's signal
+    """The NOTICEs of every worker of ``comm``. ``stop``: the InterruptFlag that a worker's signal
     sets (None: not acted on); ``deaths``: the run's ``Deaths`` (hydra's notices it got, the
     ranks not listened to)."""
 

@@ -1,54 +1,39 @@
 """``python -m gcc_mpi probe``: measure each worker's real task times over MPI (the file format
-and its analysis are gcc_mpi/probe.py).
+is gcc_mpi/traces.py's, its table gcc_mpi/probe_report.py's; the lifecycle ``session``'s).
 
 Rank 0 drives the run's own ``Master`` one round at a time (``Master.round``), on a probe job
-made from the user's: every rank but 0 is a worker and computes the job's f on a real input of
-its own — scheme "uncoded" with K = N = ranks - 1, so worker w gets row w of a fresh batch
-every round — no delay is injected and the master waits for every result (decode.wait =
-"all"). So the probe goes through the same messages, waiting and polling as a run, and the
-Master stamps each result's arrival since its round's send exactly as in a run. The workers
-run the usual worker loop with f wrapped in a timer, and send rank 0 their list of compute
-times once, after EXIT (the hot path stays as in a run). SIGTERM/SIGINT stop the rounds as in a
-run; the rounds finished are written (complete = false), exit code 143/130.
+made from the user's (``probe_job``): every rank but 0 is a worker and computes the job's f on a
+real input of its own — scheme "uncoded" with K = N = ranks - 1, so worker w gets row w of a
+fresh batch every round — no delay is injected and the master waits for every result
+(decode.wait = "all"). So the probe goes through the same messages, waiting and polling as a
+run, and the Master stamps each result's arrival since its round's send exactly as in a run.
+The workers run the usual worker loop with f wrapped in a timer, and send rank 0 their list of
+compute times once, after EXIT (the hot path stays as in a run). SIGTERM/SIGINT stop the
+rounds as in a run; the rounds finished are written (complete = false), exit code 143/130.
 """
 
-import os
-import shlex
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .. import launcher
-from ..errors import JobError
-from . import mpi
 from . import protocol as P
-from . import witness
 
 DEFAULT_ROUNDS = 300
 REPORT_GRACE = 10.0  # seconds for the workers' compute times after EXIT
 
 
-def probe_job(args, size):
-    """The probe's job on ``size`` ranks: the user's job (or the default one), its first sweep
-    point, with every rank but 0 a worker on its own input and nothing injected."""
+def probe_job(job, ranks, rounds):
+    """The probe's job on ``ranks`` ranks: ``job``'s first sweep point, with every rank but 0 a
+    worker on its own input and nothing injected, ``rounds`` times."""
     from ..config import Job, Point, replace
 
-    job = user_job(args)
-    n = size - 1
+    n = ranks - 1
     config = replace(job.points[0].config, {
         "code.workers": n, "data.batch": n, "code.schemes": ["uncoded"],
         "stragglers.model": "none", "decode.wait": "all", "decode.deadline": None,
-        "decode.pipeline": 1, "job.trials": args.rounds})
+        "decode.pipeline": 1, "job.trials": rounds})
     return Job(config, {}, [Point(0, {}, config)], job.source, job.base_dir)
-
-
-def user_job(args):
-    from ..config import load_default_job, load_job, parse_override
-
-    overrides = [parse_override(s) for s in args.overrides]
-    return load_job(args.job, overrides) if args.job else load_default_job(overrides)
 
 
 class Timer:
@@ -81,138 +66,97 @@ class _Timed:
             self.times.append(time.perf_counter() - t0)
 
 
-def probe_command(args):
-    """Every rank's entry; returns its exit code. As a single process: a hint, exit code 2."""
-    from ..stopping import StopFlag
+class ProbeWork:
+    """Rank 0's part of a probe of ``plan`` (``plan.job`` is the probe's job, ``probe_job``),
+    step by step as ``session.lead`` calls it."""
 
-    size = launcher.launcher_size()
-    step = launcher.launched_tasks()
-    if size is None and step is not None:  # an srun step without PMI-2 (PMIx, none): MPI says
-        size = step[0]
-    if size is None or size < 2:
-        probe_job(args, 2)  # bad input: its own line first
-        ranks = user_job(args).points[0].config.code.workers + 1
-        raise JobError("probe", "needs MPI workers and this is a single process: launch it "
-                                f"with `mpiexec -n {ranks} python -m gcc_mpi probe"
-                                f"{' ' + args.job if args.job else ''}` (every rank but 0 is "
-                                "a worker; use the ranks the run will use)")
-    probe_job(args, size)  # JobError -> exit code 2 on every rank, no MPI involved
-    mpi.before_start()
-    with StopFlag() as stop:
-        MPI = mpi.start()
-        notice = mpi.FailureNotice().install()
-        comm = MPI.COMM_WORLD
-        if comm.size == 1:  # e.g. srun --mpi=none: lone copies; one line, from task 0
-            witness.done()
-            refusal = launcher.several_tasks_error("run")
-            if refusal:
-                print(refusal, file=sys.stderr)
-            return 2
-        with mpi.abort_on_error(comm):
-            if comm.rank == 0:
-                code = probe_master(comm, MPI, args, stop, notice)
-            else:
-                from .worker import main_worker
-                code = main_worker(comm, args, stop, timer=Timer())
-        return mpi.leave(code, finalize=not notice.count)
+    what, heading = "probe", "probe: "
+    stuck_code = 1  # a hung worker that only MPI_Abort ends: no file is written yet
 
+    def __init__(self, plan, comm, MPI, interrupts):
+        self.plan, self.comm, self.MPI = plan, comm, MPI
+        self.setup = self.progress = None
+        W, rounds = comm.size - 1, plan.probe_rounds
+        self.arrival = np.full((rounds, W), np.nan)
+        self.master_work = np.full(rounds, np.nan)  # rank 0's reference computation
+        self.done = 0
 
-def probe_master(comm, MPI, args, stop, notice):
-    from ..outputs import default_output, refuse
-    from ..traces import reference_work, write_probe
-    from ..progress import Progress
-    from ..stopping import Stop
-    from ..setup import PointSetup
-    from .master import GRACE, Master, WorkerLost
-    from .run import announce, handshake, pid_map
+    def prepare(self):
+        from ..outputs import refuse
+        from ..setup import PointSetup
 
-    startup = mpi.Waiter(MPI, "polite")
-    try:
-        mode = mpi.resolve_wait(args.wait, comm)
-        job = probe_job(args, comm.size)
-        setup = PointSetup.build(job.config, job.base_dir)
-        out = Path(args.output) if args.output else default_output(job, kind="probe")
-        refuse(out, overwrite=args.overwrite)
-    except JobError as e:
-        witness.done()
-        announce(comm, startup, ("error", str(e)))
-        print(f"gcc_mpi: error: {e}", file=sys.stderr)
-        return 2
-    witness.results_file(out)
-    host = MPI.Get_processor_name()
-    announce(comm, startup, ("ok", job.to_toml(), str(job.base_dir),
-                             [(setup.dataset.dim, setup.target.output_dim)], host, os.getpid()))
-    ft = mpi.fault_tolerant(MPI)
-    master = Master(comm, MPI, mpi.Waiter(MPI, mode, ft=ft), stop, notice, {}, host=host, ft=ft)
-    try:
-        handshake(comm, master)
-    except WorkerLost as e:
-        witness.done()
-        print(f"gcc_mpi: {e}; the probe cannot start", file=sys.stderr, flush=True)
-        mpi.abort(comm, 1)
-    peers = master.peers
-    print(f"gcc_mpi: probe: ranks by host and pid: {pid_map({0: (os.getpid(), host)} | peers)}",
-          file=sys.stderr, flush=True)
+        job = self.plan.job
+        self.setup = PointSetup.build(job.config, job.base_dir)
+        refuse(self.plan.output, overwrite=self.plan.overwrite)
+        return [(self.setup.dataset.dim, self.setup.target.output_dim)]
 
-    W, rounds = comm.size - 1, args.rounds
-    master.listen()  # the workers' NOTICEs, as in a run (their BYE comes after EXIT)
-    master.open(setup, 0, 1)
-    arrival = np.full((rounds, W), np.nan)
-    master_work = np.full(rounds, np.nan)
-    progress = Progress(rounds, quiet=args.quiet)
-    done, stopped = 0, None
-    try:
-        for t in range(rounds):
+    def cannot_start(self):
+        pass
+
+    def started(self, master):
+        pass
+
+    def rounds(self, master):
+        from ..progress import Progress
+        from ..traces import reference_work
+
+        setup, W = self.setup, self.comm.size - 1
+        master.open(setup, 0, 1)
+        self.progress = Progress(self.plan.probe_rounds, quiet=self.plan.quiet)
+        for t in range(self.plan.probe_rounds):
             X, delays = setup.draw(0, t)  # model "none": no delay
             Y_true = setup.reference(X)[0]
             if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
                 Y_true = np.ones((W, setup.target.output_dim))
-            arrival[t] = master.round(setup, "uncoded", 0, t, X, Y_true, delays)["arrival"]
+            self.arrival[t] = master.round(setup, "uncoded", 0, t, X, Y_true, delays)["arrival"]
             # between rounds, as a run's decode: the workers wait for their next task
-            master_work[t] = reference_work()
-            done = t + 1
-            progress.trial_done()
+            self.master_work[t] = reference_work()
+            self.done = t + 1
+            self.progress.trial_done()
         master.close()
-    except Stop as e:
-        stopped = e
-        master.waiter.check = None
-        if not master.abandon():
-            mpi.abort(comm, e.code)
-    progress.close()
-    witness.done()
-    try:
-        why = None if master.shutdown(GRACE) else "not every worker took its EXIT"
-    except WorkerLost as e:  # a hung worker that even SIGCONT does not bring back (hung)
-        why = str(e)
-    if why:
-        print(f"gcc_mpi: {why}; ending the job with MPI_Abort", file=sys.stderr, flush=True)
-        mpi.abort(comm, 1)
-    until = time.perf_counter() + REPORT_GRACE
-    compute = np.full((done, W), np.nan)
-    for r in range(1, comm.size):
-        if r in master.deaths.dead:
-            continue
-        times = startup.recv_object(comm, r, P.SETUP, until)
-        if times is None:
-            print(f"gcc_mpi: rank {r} did not send its compute times", file=sys.stderr)
-            continue
-        n = min(len(times), done)
-        compute[:n, r - 1] = times[:n]
-    command = shlex.join(["mpiexec", "-n", str(comm.size), "python", "-m", "gcc_mpi",
-                          *sys.argv[1:]])
-    hosts = [peers.get(r, (None, "?"))[1] for r in range(1, comm.size)]
-    write_probe(out, arrival[:done], compute, hosts, range(1, comm.size),
-                complete=stopped is None, config=job.to_toml(),
-                command=command, mpi=mpi.library(MPI),
-                master_host=host, master=master_work[:done])
-    if stopped is not None:
-        print(f"gcc_mpi: {stopped} after {done} of {rounds} rounds; {out} holds them "
-              "(complete = false)", file=sys.stderr)
-        return stopped.code
-    if not args.quiet:
-        from ..probe_report import format_probe, summarize_probe
-        from ..traces import read_probe
+        self.progress.close()
 
-        print(format_probe(summarize_probe(read_probe(out))))
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
+    def complete(self, master):
+        pass
+
+    def interrupted(self, e):
+        self.progress.close()
+
+    def finished(self, master, code, interrupted):
+        """After the workers' EXITs: their compute times, the probe file, the table."""
+        from ..traces import write_probe
+        from .mpi import library
+
+        compute = self._compute_times(master)
+        hosts = [master.peers.get(r, (None, "?"))[1] for r in range(1, self.comm.size)]
+        out, done = self.plan.output, self.done
+        write_probe(out, self.arrival[:done], compute, hosts, range(1, self.comm.size),
+                    complete=interrupted is None, config=self.plan.job.to_toml(),
+                    command=self.plan.command, mpi=library(self.MPI),
+                    master_host=self.MPI.Get_processor_name(), master=self.master_work[:done])
+        if interrupted is not None:
+            print(f"gcc_mpi: {interrupted} after {done} of {self.plan.probe_rounds} rounds; "
+                  f"{out} holds them (complete = false)", file=sys.stderr)
+            return interrupted.code
+        if not self.plan.quiet and self.plan.summary is not None:
+            print(self.plan.summary(out))
+        print(f"wrote {out}", file=sys.stderr)
+        return code
+
+    def _compute_times(self, master):
+        """(rounds, workers) seconds each worker's f took, as each sent them after its BYE."""
+        from .mpi import Waiter
+
+        until = time.perf_counter() + REPORT_GRACE
+        waiter = Waiter(self.MPI, "polite")
+        compute = np.full((self.done, self.comm.size - 1), np.nan)
+        for r in range(1, self.comm.size):
+            if r in master.deaths.dead:
+                continue
+            times = waiter.recv_object(self.comm, r, P.SETUP, until)
+            if times is None:
+                print(f"gcc_mpi: rank {r} did not send its compute times", file=sys.stderr)
+                continue
+            n = min(len(times), self.done)
+            compute[:n, r - 1] = times[:n]
+        return compute

@@ -1,9 +1,11 @@
 """The wire format between the master (rank 0) and the workers (ranks 1..N).
 
-Start-up (once, pickled): rank 0 sends every other rank, with tag SETUP, ``("error", message)``
-or ``("ok", resolved job TOML, base dir, [(d, m) per sweep point], master's host, master's
-pid)``; each worker answers at once HELLO (tag SETUP, pickled: its pid and host), builds f,
-and answers READY (tag SETUP, None) before the first trial. The pids let rank 0 tell which rank
+Start-up (once, pickled): every rank has loaded the job itself (the command line, before MPI
+starts); rank 0 sends every other rank, with tag SETUP, ``("error", message)`` or ``("ok",
+digest of the resolved job, [(d, m) per sweep point], master's host, master's pid)``; each
+worker checks that its own job has that digest (a job file that differs between nodes ends the
+job with one line), answers at once HELLO (tag SETUP, pickled: its pid and host), builds f, and
+answers READY (tag SETUP, None) before the first trial. The pids let rank 0 tell which rank
 died (see ``deaths``) also while f is being built, and name the processes it may have to
 resume or end (``hung``); the master's pid names the socket of its witness (see ``witness``).
 
@@ -45,7 +47,7 @@ worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path
           received every NOTICE: none is left at MPI_Finalize, where MPICH's rank 0 would fail
           on it and skip the barrier that the other ranks then wait in for ever (a probe
           stopped by SIGTERM ended with exit code 9: hydra killed the hung workers when rank 0
-          exited 143). So every ``Master.shutdown`` receives every live rank's BYE, whether or
+          exited 143). So every ``ending.shutdown`` receives every live rank's BYE, whether or
           not its master listened (under ULFM, where no rank calls MPI_Finalize, none). A
           probe's worker sends its compute times (tag SETUP, pickled) only after its BYE, and
           rank 0 receives them after its shutdown: sent before, a long list (too long to go
@@ -61,6 +63,8 @@ slot were parked (``hung``): it gets no task in that slot until they complete. A
 header names another round is a protocol error, never data; results that come after their
 round was decided are received and discarded.
 """
+
+import hashlib
 
 import numpy as np
 
@@ -165,3 +169,9 @@ class Slots:
         for request in self.recvs + self.sends:
             if request and id(request) not in keep:
                 request.Free()
+
+
+def digest(job):
+    """A short fingerprint of the resolved job (every key, defaults filled in): what rank 0 and
+    each worker compare at start-up."""
+    return hashlib.sha256(job.to_toml().encode()).hexdigest()[:16]

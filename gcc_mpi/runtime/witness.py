@@ -21,6 +21,7 @@ import select
 import socket
 import sys
 import time
+from contextlib import contextmanager
 
 _current = None
 _ADDRESS = "\0gcc_mpi-witness-{pid}"
@@ -69,10 +70,18 @@ def start():
     return _current
 
 
-def results_file(path):
-    """Tell the witness where the results go (named in its message)."""
-    if _current is not None:
+@contextmanager
+def watching(path=None):
+    """Rank 0 from its start to the moment it ends the job itself: meanwhile the witness (if
+    any) names the rank whose death ends the job, and ``path``, the results file that keeps
+    what was committed; on any way out of the block rank 0 ends the job itself (a normal end,
+    an interruption, an abort), and the witness says nothing."""
+    if _current is not None and path is not None:
         _current.send(f"file {path}")
+    try:
+        yield
+    finally:
+        done()
 
 
 def done():

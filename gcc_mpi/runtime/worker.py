@@ -53,43 +53,46 @@ WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives
 SLEEP_STARTUP = 10e-3  # longest sleep while waiting for rank 0's start-up message
 
 
-def main_worker(comm, args, stop=None, timer=None, notice=None):
-    """A worker's whole run. ``timer`` (the probe's, runtime/probe.py): wraps f to time every
-    call (``timer.wrap(targets)``) and sends the times to rank 0 after EXIT (``timer.report``).
-    ``notice``: hydra's dead-process notices, passed on to rank 0 (``Announcer``)."""
-    from mpi4py import MPI
-
+def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
+    """A worker's whole run (``session``): its exit code. ``timer`` (the probe's,
+    runtime/probe.py): wraps f to time every call (``timer.wrap(targets)``) and sends the
+    times to rank 0 after EXIT (``timer.report``). ``notice``: hydra's dead-process notices,
+    passed on to rank 0 (``Announcer``)."""
     try:
-        return _serve_job(comm, MPI, args, stop, timer, notice)
+        return _serve(comm, MPI, plan, interrupts, notice, timer)
     except MPI.Exception as e:
         if not ended_elsewhere(MPI, e):
             raise
         exit_without_finalize(0)  # the job was ended elsewhere, which said why
 
 
-def _serve_job(comm, MPI, args, stop, timer, notice):
+def _serve(comm, MPI, plan, interrupts, notice, timer):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
-    announcer = Announcer(comm, stop, notice)
+    announcer = Announcer(comm, interrupts, notice)
     startup = Waiter(MPI, "polite", check=announcer.check)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
     startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
     message = startup.recv_object(comm, 0, P.SETUP)
     if message[0] != "ok":
         return 2  # rank 0 reported the bad input
-    _, toml_text, base_dir, shapes, master_host, master_pid = message
+    _, digest, shapes, master_host, master_pid = message
     host = MPI.Get_processor_name()
+    if digest != P.digest(plan.job):
+        raise RuntimeError(f"the job here on {host} is not rank 0's on {master_host}: its file "
+                           "or its --set options differ (is the job file the same on every "
+                           "node?)")
     # HELLO (pid, host) at once, READY once f is built: rank 0 can tell which rank died while
     # the others build f (protocol)
     Waiter(MPI, "polite", check=announcer.check).all(
         [comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
-    targets = build_targets(toml_text, base_dir, shapes)
+    targets = build_targets(plan.job, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
     attendance = witness.attend(master_pid, comm.rank) if same_node else None  # noqa: F841
     Waiter(MPI, "polite", check=announcer.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
-    waiter = Waiter(MPI, resolve_wait(args.wait, comm), hi=SLEEP_IDLE)
+    waiter = Waiter(MPI, resolve_wait(plan.wait, comm), hi=SLEEP_IDLE)
     worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, announcer=announcer)
     worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
@@ -102,17 +105,17 @@ def _serve_job(comm, MPI, args, stop, timer, notice):
 class Announcer:
     """A worker's NOTICEs to rank 0, every one of them, so that they leave in order on one tag
     (protocol): ``check``, its waiters' check, tells rank 0 (once per event) that this worker
-    got a signal (``stop``, a StopFlag) or hydra's dead-process notice (``notice``) and ends the
-    worker WORKER_GRACE s after a signal if no EXIT came; ``bye``, which ``Worker.serve`` calls
-    on EXIT, sends the last one. With neither ``stop`` nor ``notice`` (a worker that handles no
-    signal, as the benchmarks run it) there is nothing to watch: ``check`` is None, and only
-    the BYE is sent."""
+    got a signal (``interrupts``, an InterruptFlag) or hydra's dead-process notice
+    (``notice``) and ends the worker WORKER_GRACE s after a signal if no EXIT came; ``bye``,
+    which ``Worker.serve`` calls on EXIT, sends the last one. With neither ``interrupts`` nor
+    ``notice`` (a worker that handles no signal, as the benchmarks run it) there is nothing to
+    watch: ``check`` is None, and only the BYE is sent."""
 
-    def __init__(self, comm, stop=None, notice=None):
-        self.comm, self.stop, self.notice = comm, stop, notice
+    def __init__(self, comm, interrupts=None, notice=None):
+        self.comm, self.interrupts, self.notice = comm, interrupts, notice
         self.told_signal, self.told_notices = False, 0
         self.rows, self.sends = [], []
-        self.check = self._watch if stop is not None or notice is not None else None
+        self.check = self._watch if interrupts is not None or notice is not None else None
 
     def _tell(self, kind, value):
         row = np.array([kind, self.comm.rank, value], dtype=np.float64)
@@ -129,7 +132,7 @@ class Announcer:
         self.rows, self.sends = [], []
 
     def _watch(self):
-        stop, notice = self.stop, self.notice
+        stop, notice = self.interrupts, self.notice
         if notice is not None and notice.count > self.told_notices:
             self.told_notices = notice.count
             self._tell(P.NOTIFIED, notice.count)
@@ -144,15 +147,13 @@ class Announcer:
                                "ending the job")
 
 
-def build_targets(toml_text, base_dir, shapes):
-    """f of every sweep point, built before the first trial (points that differ in other keys
-    share one object): a point's first TASK should not pay for loading a model.
-    ``shapes``: (input dim d, output dim m) of each point, as the master built them, or None
-    for a point this run does not cover (``--point``)."""
-    from ..config import parse_job
+def build_targets(job, shapes):
+    """f of every sweep point of ``job``, built before the first trial (points that differ in
+    other keys share one object): a point's first TASK should not pay for loading a model.
+    ``shapes``: (input dim d, output dim m) of each point, as rank 0 built them, or None for a
+    point this run does not cover (``--point``)."""
     from ..targets import target_for
 
-    job = parse_job(toml_text, base_dir=base_dir)
     built, targets = {}, []
     for point, shape in zip(job.points, shapes):
         if shape is None:
@@ -161,8 +162,8 @@ def build_targets(toml_text, base_dir, shapes):
         d, m = shape
         key = (repr(point.config.target), point.config.job.seed, d)
         if key not in built:
-            target = target_for(point.config, d, base_dir)
-            if target.output_dim is None:  # python targets learn m from a call; the master knows it
+            target = target_for(point.config, d, job.base_dir)
+            if target.output_dim is None:  # python targets learn m from a call; rank 0 knows it
                 target.output_dim = m
             built[key] = target
         targets.append(built[key])

@@ -1,12 +1,12 @@
 """Stopping a job cleanly: SIGTERM (SLURM's time limit, scancel), SIGINT (Ctrl-C) and the job's
 own deadline ``job.time_limit``. No MPI here: the simulator and the MPI runtime share it.
 
-The signal handlers only take note; the trial loops call ``check()``, which raises ``Stop`` at a
-point where the state is clean (between trials in the simulator; in the MPI master also while
-it waits for results, so a round with long delays is abandoned at once). Whoever catches
-``Stop`` keeps every finished trial, closes the file with ``complete = false`` and exits with
-``Stop.code``; ``--resume`` continues from there. A second Ctrl-C raises KeyboardInterrupt
-immediately (the hard way out).
+The signal handlers only take note; the trial loops call ``check()``, which raises
+``Interrupted`` at a point where the state is clean (between trials in the simulator; in the MPI
+master also while it waits for results, so a round with long delays is abandoned at once).
+Whoever catches ``Interrupted`` keeps every finished trial, closes the file with ``complete =
+false`` and exits with ``Interrupted.code``; ``--resume`` continues from there. A second Ctrl-C
+raises KeyboardInterrupt immediately (the hard way out).
 
 Exit codes: 143 (128 + SIGTERM), 130 (128 + SIGINT), 124 when job.time_limit is reached (as
 timeout(1)).
@@ -20,7 +20,7 @@ TIME_LIMIT_CODE = 124
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class Stop(Exception):
+class Interrupted(Exception):
     """The job was asked to stop; ``code`` is the exit code it should end with."""
 
     def __init__(self, why, code):
@@ -28,7 +28,7 @@ class Stop(Exception):
         self.code = code
 
 
-class StopFlag:
+class InterruptFlag:
     """Notes SIGTERM/SIGINT (installed by ``with``) and the job's deadline.
 
     ``time_limit``: seconds from construction (None: no limit). ``signum`` and ``since`` say
@@ -74,9 +74,9 @@ class StopFlag:
                                            and time.monotonic() > self.deadline)
 
     def check(self):
-        """Raise Stop if a signal came or the deadline passed."""
+        """Raise Interrupted if a signal came or the deadline passed."""
         if self.signum is not None:
             name = signal.Signals(self.signum).name
-            raise Stop(f"stopped by {name}", 128 + self.signum)
+            raise Interrupted(f"stopped by {name}", 128 + self.signum)
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise Stop(f"stopped at job.time_limit = {self.time_limit:g} s", TIME_LIMIT_CODE)
+            raise Interrupted(f"stopped at job.time_limit = {self.time_limit:g} s", TIME_LIMIT_CODE)

@@ -1,0 +1,199 @@
+"""What each command does with its parsed arguments (``__main__`` parses and dispatches): load
+the job once, build what the command needs from the arguments, call the layer that does the
+work. Nothing is imported before a command needs it: an MPI worker runs this module too, and
+imports only the job's parser and its f.
+"""
+
+import shlex
+import sys
+from pathlib import Path
+
+from .errors import JobError
+from .outputs import default_output
+
+
+def load_job_from(args, defaults=None):
+    """The job the arguments name (the default job without a file), with their ``--set``
+    overrides: the one way every command loads it."""
+    from .config import load
+
+    return load(args.job, args.overrides, defaults)
+
+
+def points_of(args, job):
+    from .config import select_points
+
+    return select_points(job, getattr(args, "point", None))
+
+
+def job_for_ranks(args, ranks):
+    """The job for a run on ``ranks`` ranks: code.workers defaults to ranks - 1 (a value the job
+    file or --set gives wins) and may not exceed it."""
+    try:
+        job = load_job_from(args, {"code.workers": ranks - 1})
+    except JobError as e:
+        if e.key not in ("code.workers", "stragglers.count", "decode.stragglers"):
+            raise
+        message = str(e).removeprefix(f"{e.key}: ")
+        raise JobError(e.key, f"{message} (with {ranks} ranks, code.workers is ranks - 1 = "
+                              f"{ranks - 1} unless the job sets it; start more ranks)") from None
+    most = max(p.config.code.workers for p in points_of(args, job))
+    if most > ranks - 1:
+        raise JobError("code.workers", f"must be <= ranks - 1 = {ranks - 1} (rank 0 is the "
+                                       f"master and {ranks} ranks were started), got {most}")
+    return job
+
+
+def launched_ranks():
+    """The ranks this process is one of, as the launcher's environment says (None: none)."""
+    from .launcher import launched_tasks, launcher_size
+
+    size = launcher_size()
+    if size is None and launched_tasks() is not None:  # an srun step without PMI-2
+        size = launched_tasks()[0]
+    return size
+
+
+def mpi_command(ranks):
+    """What an MPI run records as its command."""
+    return shlex.join(["mpiexec", "-n", str(ranks), "python", "-m", "gcc_mpi", *sys.argv[1:]])
+
+
+def cmd_run(args):
+    """Every rank's ``run``; as a single process, how to launch it and the job simulated."""
+    ranks = launched_ranks()
+    if ranks is None or ranks < 2:
+        return single_process(args)
+    from .runtime import session
+
+    job = job_for_ranks(args, ranks)  # bad input: exit 2 on every rank, before MPI starts
+    plan = session.Plan(job, tuple(points_of(args, job)),
+                        Path(args.output) if args.output else default_output(job, args.point),
+                        overwrite=args.overwrite, resume=args.resume, wait=args.wait,
+                        quiet=args.quiet, command=mpi_command(ranks), summary=results_table)
+    return session.run(plan)
+
+
+def single_process(args):
+    """``run`` without MPI workers: say how to launch it (the ranks the job needs), then run
+    the same job in the simulator."""
+    job = load_job_from(args)  # the job as written: the default job's own N
+    ranks = 1 + max(p.config.code.workers for p in points_of(args, job))
+    given = args.argv if args.argv else (["run", args.job] if args.job else [])
+    command = " ".join([args.prog, *map(shlex.quote, given)])
+    print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
+          f"distributed run with `mpiexec -n {ranks} {command}` (rank 0 and N = code.workers "
+          "workers). Running the job in the simulator instead.", file=sys.stderr)
+    return cmd_simulate(args)
+
+
+def results_table(path):
+    from .analyze import format_table, summarize
+    from .results import read_results
+
+    return format_table(summarize(read_results(path)))
+
+
+def cmd_simulate(args):
+    from .api import run_simulation
+    from .interrupts import InterruptFlag, Interrupted
+    from .launcher import several_tasks_error
+
+    refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
+    if refusal is not None:
+        if refusal:
+            print(refusal, file=sys.stderr)
+        return 2
+    interrupts = InterruptFlag()  # job.time_limit counts from here
+    job = load_job_from(args)
+    point = getattr(args, "point", None)
+    out = Path(args.output) if args.output else default_output(job, point)
+    try:
+        with interrupts:
+            results = run_simulation(
+                job, out, point=point, overwrite=args.overwrite,
+                resume=getattr(args, "resume", False), progress=not args.quiet, stop=interrupts,
+                command=shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]]))
+    except Interrupted as e:  # the file is closed with complete = false and every finished trial
+        print(f"gcc_mpi: {e} after {e.done} of {e.total} trials; {out} holds them "
+              "(complete = false): the same command with --resume continues", file=sys.stderr)
+        return e.code
+    if not args.quiet:
+        from .analyze import format_table, summarize
+
+        print(format_table(summarize(results)))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_probe(args):
+    """Every rank's ``probe``; as a single process, one line saying how to launch it."""
+    from .runtime.probe import probe_job
+
+    if args.rounds < 1:
+        raise JobError("--rounds", f"must be an integer >= 1, got {args.rounds}")
+    user = load_job_from(args)
+    ranks = launched_ranks()
+    if ranks is None or ranks < 2:
+        probe_job(user, 2, args.rounds)  # bad input: its own line first
+        workers = user.points[0].config.code.workers
+        raise JobError("probe", "needs MPI workers and this is a single process: launch it "
+                                f"with `mpiexec -n {workers + 1} python -m gcc_mpi probe"
+                                f"{' ' + args.job if args.job else ''}` (every rank but 0 is "
+                                "a worker; use the ranks the run will use)")
+    from .runtime import session
+
+    job = probe_job(user, ranks, args.rounds)  # bad input: exit 2 on every rank, before MPI
+    output = Path(args.output) if args.output else default_output(job, kind="probe")
+    plan = session.Plan(job, tuple(job.points), output, overwrite=args.overwrite,
+                        wait=args.wait, quiet=args.quiet, command=mpi_command(ranks),
+                        probe_rounds=args.rounds, summary=probe_table)
+    return session.run(plan)
+
+
+def probe_table(path):
+    from .probe_report import format_probe, summarize_probe
+    from .traces import read_probe
+
+    return format_probe(summarize_probe(read_probe(path)))
+
+
+def cmd_plan(args):
+    from .plan import main_plan
+
+    return main_plan(load_job_from(args), args.trace, args.target_nmse,
+                     max_workers=args.max_workers, schemes=args.schemes, trials=args.trials,
+                     write=args.write, overwrite=args.overwrite, json_out=args.json,
+                     plot=args.plot,
+                     command=shlex.join(["python", "-m", "gcc_mpi", *args.argv]))
+
+
+def cmd_analyze(args):
+    from .analyze import main_analyze
+
+    return main_analyze(args.paths, json=args.json, csv=args.csv, rate=args.rate,
+                        plot=args.plot, html=args.html, labels=args.labels)
+
+
+def cmd_merge(args):
+    from .merge import merge
+
+    command = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
+    report = merge(args.paths, args.output, overwrite=args.overwrite, command=command)
+    print(report, file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args):
+    from .api import check
+
+    job = load_job_from(args)
+    check(job, say=True)  # what simulate and run check before any work, the same function
+    print(job.to_toml(), end="")
+    print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
+          file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "simulate": cmd_simulate, "analyze": cmd_analyze,
+            "merge": cmd_merge, "validate": cmd_validate, "probe": cmd_probe, "plan": cmd_plan}

@@ -1,0 +1,149 @@
+"""The workers rank 0's rounds lose: the dead and the silent, taken out of the rounds in flight.
+
+A dead worker is a permanent straggler from then on — never sent a task again, error code 4
+(LOST) in the file, named on stderr and in the file's ``lost`` attribute with the trial it
+died in — and the job completes, when the MPI lets the other ranks go on: under ULFM (Open MPI
+``mpiexec --with-ft ulfm``, any rank on any node) and under MPICH ``mpiexec
+-disable-auto-cleanup`` (a rank of rank 0's node that exits without a signal). Which ranks died
+is ``deaths``' to say, whichever way it heard first; ``bury`` then cancels every request of the
+rounds in flight to them (a round still waiting records them LOST) and takes the replies of the
+others that the failed wait completed. A scheme that can no longer decode (an exact one short
+of results) records its trials as failed with the reason; the others go on. Otherwise the
+launcher kills every rank at once (the file keeps every trial committed before).
+
+A worker that stops answering (stopped, stuck) is a straggler the rounds stop waiting for
+(``hung`` finds it, ``silence`` takes it out): error code 5 (HUNG) while it is silent, the
+file's ``hung`` attribute; back in the rounds when it answers again; resumed or ended before
+the EXITs (``ending``).
+"""
+
+import sys
+
+import numpy as np
+
+from ..erasures import HUNG, LOST
+from . import protocol as P
+
+
+class Losses:
+    """What rank 0's ``master`` does when it loses a worker (its ``deaths`` and ``hung`` say
+    which)."""
+
+    def __init__(self, master):
+        self.master = master
+
+    def look(self, now):
+        """Between waits: silence the workers newly past their due time, and say which of the
+        silent ones answer again (their late replies discarded)."""
+        m = self.master
+        for rank in m.hung.look(m.rounds.values(), now):
+            self.silence(rank)
+        for rank in m.hung.poll(self.discard, m.slots):
+            print(f"gcc_mpi: rank {rank} answers again (its late replies were discarded); it "
+                  "gets tasks again", file=sys.stderr, flush=True)
+
+    def bury(self, failure=None):
+        """After a process-failure error (ULFM), hydra's notice or an ended pid (``failure``,
+        or None): the ranks newly dead (``Deaths.news``), each recorded once with the trial it
+        died in, its requests in the rounds in flight cancelled (a round still waiting records
+        it LOST). WorkerLost when a death cannot be named (hydra's notice of a rank on another
+        node) or the job was ended elsewhere."""
+        m = self.master
+        found = m.deaths.news(failure)
+        point, trial = m.where
+        for rank in sorted(found):
+            # the oldest round in flight that waited for it, else the trial last started
+            t = min((r.trial for r in m.rounds.values() if rank - 1 in r.pending),
+                    default=trial)
+            m.deaths.bury(rank, point, t, m.writer)
+            m.orphans += m.hung.forget(rank)
+            m.notices.forget(rank)
+        m.stats["lost"] += len(found)
+        for r in m.rounds.values():
+            for k, w in enumerate(r.workers.tolist()):
+                if w + 1 in found:
+                    self.forget(r, k, w)
+        return found
+
+    def after_failure(self, failure):
+        """A wait ended because a rank died: bury it, then return the replies of the live
+        workers that the failed wait completed (MPI deactivated their requests without
+        telling which: a completed persistent request tests true), oldest round first."""
+        m = self.master
+        n, recvs, done = m.slots.n, m.slots.recvs, []
+        while True:
+            self.bury(failure)
+            failure = None
+            again = False
+            for r in sorted(m.rounds.values(), key=lambda r: r.seq):
+                for w in sorted(r.pending):
+                    i = r.slot * n + w
+                    if i in done:
+                        continue
+                    try:
+                        if recvs[i].Test():
+                            done.append(i)
+                    except m.MPI.Exception as e:
+                        again = True  # one more rank died: bury it too
+                        failure = m.failure(e)
+            try:
+                m.notices.poll()
+            except m.MPI.Exception as e:
+                again = True
+                failure = m.failure(e)
+            if not again:
+                return done
+
+    def forget(self, r, k, w):
+        """Cancel round r's requests to dead worker w (its k-th)."""
+        m = self.master
+        if w in r.pending:
+            recv = m.slots.recvs[r.slot * m.slots.n + w]
+            m.cancel(recv)
+            try:
+                recv.Wait()  # a cancelled receive completes at once
+            except m.MPI.Exception:  # ULFM: it completed with the process-failure error
+                pass
+            r.pending.discard(w)
+            if r.t_stop is None:
+                r.rec["error"][w], r.texts[w] = LOST, f"rank {w + 1} died"
+        for request in (r.sends[k], r.stops.pop(w, None)):
+            if request:
+                m.cancel(request)
+                m.orphans.append(request)  # a send to the dead may never complete
+        r.sends[k] = m.MPI.REQUEST_NULL
+
+    def silence(self, rank):
+        """``rank`` owes a reply past its due time (``hung``): the rounds in flight stop
+        waiting for it — one still waiting records it HUNG and sends it a STOP (so that it
+        skips that task if it comes back) — and its requests in their slots are parked; it
+        gets no task until they complete. Said on stderr and in the file's ``hung``."""
+        m = self.master
+        w, (point, trial) = rank - 1, m.where
+        t = min((r.trial for r in m.rounds.values() if w in r.pending), default=trial)
+        for r in sorted(m.rounds.values(), key=lambda r: r.seq):
+            if w not in r.pending:
+                continue
+            if r.decided is None:
+                r.rec["error"][w], r.texts[w] = HUNG, f"rank {rank} did not answer"
+                stop = m.send_control(P.fill_control(m.slots.stop[r.slot, w], P.STOP, r.seq,
+                                                     r.trial), rank)
+            else:
+                stop = r.stops.pop(w, None)
+            r.sends[int(np.flatnonzero(r.workers == w)[0])] = m.MPI.REQUEST_NULL
+            r.pending.discard(w)
+            m.hung.park(rank, (point, t), m.slots, r.slot, w, stop, r.seq, r.trial)
+        m.stats["hung"] += 1
+        pid, host = m.deaths.peers.get(rank, (None, None))
+        if m.writer is not None:
+            m.writer.add_hung(rank, point, t, host)
+        print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
+              f"{m.hung.waited.get(rank, 0.0):.1f} s, in trial {t} of point {point}; a straggler "
+              f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
+              "answers", file=sys.stderr, flush=True)
+
+    def discard(self, rank, seq, trial, status):
+        """A parked reply (``hung``) came: never used; a FAILED one's ERROR message too."""
+        if status == P.FAILED:
+            self.master.error(rank, seq, trial)
+        self.master.stats["unused"] += 1
