@@ -2,7 +2,6 @@
 measured of them is in docs/science.md, "The decoder in the input space"): each is a mixin over
 GCC's decoder, so the codes keep only what is used."""
 
-import numpy as np
 
 from gcc_mpi.codes import chords
 from gcc_mpi.codes.gcc import GCC

@@ -37,7 +37,6 @@ import os
 import pty
 import random
 import re
-import resource
 import select
 import shlex
 import signal

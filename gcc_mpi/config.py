@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 import tomli_w
 

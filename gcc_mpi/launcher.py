@@ -16,11 +16,7 @@ LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
 def launcher_rank():
     """This process's rank as the MPI launcher's environment says (None without a launcher),
     read without initialising MPI: lets the CLI print an argument error once, not once a rank."""
-    for var in RANK_VARS:
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    return None
+    return _first_number(RANK_VARS)
 
 
 def in_multi_rank_job():
@@ -33,11 +29,7 @@ def in_multi_rank_job():
 
 def launcher_size():
     """The number of ranks as the launcher's environment says (None without a launcher)."""
-    for var in SIZE_VARS:
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    return None
+    return _first_number(SIZE_VARS)
 
 
 # (size variable, rank variable) of the launchers that say "you are one of N ranks": hydra and
@@ -91,7 +83,12 @@ def several_tasks_error(command):
 
 def launcher_local_size():
     """Ranks on this node as the launcher says, or None."""
-    for var in LOCAL_SIZE_VARS:
+    return _first_number(LOCAL_SIZE_VARS)
+
+
+def _first_number(names):
+    """The value of the first of the environment variables ``names`` that holds a number."""
+    for var in names:
         value = os.environ.get(var, "")
         if value.isdigit():
             return int(value)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import onnx  # the [test] extra installs both: missing is a failure, not a skip
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from gcc_mpi.__main__ import main
@@ -257,7 +256,7 @@ def test_a_layout_mismatch_is_refused(tmp_path):
 
 def test_target_for_reads_the_target_keys(tmp_path):
     f, path = mlp_model(tmp_path / "img.onnx", reshape_from=(1, "h", "w"))
-    text = JOB.replace("[target]\n", f'[target]\npath = "img.onnx"\ninput = "x"\noutput = "y"\n'
+    text = JOB.replace("[target]\n", '[target]\npath = "img.onnx"\ninput = "x"\noutput = "y"\n'
                                      "shape = [1, 8, 8]\nclassifier = false\n")
     g = target_for(parse_job(text).config, 64, base_dir=tmp_path)
     assert (g.input_shape, g.classifier, g.input_name, g.output_name) == ((1, 8, 8), False, "x", "y")

@@ -4,9 +4,9 @@ each problem is one line naming its key and exit code 2, each warning one line, 
 import numpy as np
 import pytest
 
-from gcc_mpi import preflight, resources
+from gcc_mpi import resources
 from gcc_mpi.__main__ import main
-from gcc_mpi.config import load_job, parse_job
+from gcc_mpi.config import parse_job
 from gcc_mpi.errors import JobError
 
 FUNCTIONS = '''import numpy as np

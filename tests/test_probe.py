@@ -18,7 +18,6 @@ from mpirun import Launch, needs_mpiexec
 from mpirun import run as launch
 
 from gcc_mpi.__main__ import main
-from gcc_mpi.probe_report import summarize_probe
 from gcc_mpi.traces import FORMAT, baseline, read_probe, write_probe
 from gcc_mpi.results import read_results
 from gcc_mpi.stragglers import Trace, draw_delays
