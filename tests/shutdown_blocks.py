@@ -28,7 +28,7 @@ from gcc_mpi.runtime import protocol as P  # noqa: E402
 from gcc_mpi.runtime.ending import shutdown  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
 from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, abort_on_error, improbe  # noqa: E402
-from gcc_mpi.runtime.worker import Announcer, Worker, build_targets  # noqa: E402
+from gcc_mpi.runtime.worker import NoticeSender, Worker, build_targets  # noqa: E402
 
 BLOCKS = (True, False, True)  # whether the master listens in each block
 ROUNDS = 3                    # per block
@@ -56,11 +56,11 @@ def master_block(comm, master, setup, block, listen):
 
 
 def worker_block(comm, targets, block):
-    announcer = None
+    notices = None
     if not BLOCKS[block]:  # a signal noted (not a real one): its NOTICE goes before the BYE
         stop = SimpleNamespace(signum=signal.SIGTERM, since=time.monotonic())
-        announcer = Announcer(comm, stop)
-    Worker(comm, MPI, Waiter(MPI, "polite", hi=SLEEP_IDLE), targets, announcer=announcer).serve()
+        notices = NoticeSender(comm, stop)
+    Worker(comm, MPI, Waiter(MPI, "polite", hi=SLEEP_IDLE), targets, notices=notices).serve()
 
 
 def main():

@@ -15,8 +15,7 @@ same rank:
 ``news`` asks all of them at once and returns the ranks not buried before. News of ranks buried
 already is no news, not an error: when the scan found rank 5 first, MPI's own report of rank 5
 comes later (the control receive fails with PROC_FAILED_PENDING), is acknowledged, and nothing
-else happens. (Taken for a failure without a failed rank, that report ended 4 of 37 jobs whose
-rank 5 was killed mid-run on rank 0's node; with the scan forced on every poll, 4 of 4.) Only a
+else happens (taken for a failure without a failed rank, it would end the job). Only a
 death that no way can name within FIND_DEAD s ends the job (``WorkerLost``): hydra's notice of a
 process on another node, or MPI's report of a failure that ``Get_failed`` never names.
 """

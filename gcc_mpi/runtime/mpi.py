@@ -116,8 +116,8 @@ def leave(code, finalize=True):
 
 def exit_without_finalize(code, word="leaving"):
     """End this rank now, skipping MPI_Finalize: after a rank of the job died, Finalize's
-    process-manager barrier would wait for it forever (MPICH; under ULFM it does now and then:
-    3 of 3 runs with two dead ranks on a loaded machine hung there). Its host's warden is told
+    process-manager barrier would wait for it forever (MPICH, and now and then Open MPI under
+    ULFM). Its host's warden is told
     ``word`` first (``leaving``, or ``abort`` when this rank ends the job)."""
     from . import warden
 
@@ -377,18 +377,14 @@ DRAIN = 2.0  # seconds MPI_Abort waits at most for the launcher to read this ran
 def abort(comm, code):
     """End the whole job with exit code ``code``, once the launcher has read what this rank
     wrote. A rank's stdout and stderr are pipes to the launcher (hydra's proxy, Open MPI's
-    prted), which on MPI_Abort kills the job and may never read what is still in them: the line
-    just printed before the abort ("gcc_mpi: interrupted") was missing, MPICH's own abort
-    message with it, in 2 of 50 runs of tests/test_signals.py's second Ctrl-C — each time with
-    its 21 bytes unread in the pipe. One more Ctrl-C only cuts that wait short.
+    prted), which on MPI_Abort kills the job and may never read what is still in them, so the
+    line just printed before the abort would be lost. One more Ctrl-C only cuts that wait short.
 
-    Under ULFM MPI_Abort ends only the rank that calls it (measured, 16 ranks: the workers and
-    mpiexec ran on until killed, 60 s): the rank revokes COMM_WORLD and leaves without
-    MPI_Finalize instead; every other rank's next MPI call fails with MPI_ERR_REVOKED and it
-    leaves with exit code 0 (``Worker``), so that the launcher returns this rank's code. (When
-    all of 16 ranks left non-zero at once, Open MPI 5.0.11's prterun stayed up for ever with an
-    unreaped child in 4 of 8 runs, with MPI_Abort after the revoke as well; with the others
-    leaving 0, in none of 20.)"""
+    Under ULFM MPI_Abort ends only the rank that calls it (the other ranks and mpiexec run on):
+    the rank revokes COMM_WORLD and leaves without MPI_Finalize instead; every other rank's next
+    MPI call fails with MPI_ERR_REVOKED and it leaves with exit code 0 (``Worker``), so that the
+    launcher returns this rank's code (Open MPI's launcher can stay up for ever when every rank
+    leaves non-zero at once). The measurements: docs/reliability.md, "Measured"."""
     try:
         drain((sys.stdout, sys.stderr), DRAIN)
     except KeyboardInterrupt:

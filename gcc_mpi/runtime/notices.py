@@ -3,10 +3,9 @@ dead-process notice it got (NOTIFIED), its BYE after EXIT.
 
 One persistent receive per worker, started by ``listen`` and restarted after each NOTICE, so a
 NOTICE is taken on any turn of any wait (``Waiter.poll_control`` calls ``poll``). Not one
-receive from any source: MPICH 5.0.2 lost messages to a persistent any-source receive once the
-senders were on other hosts — in 3 of 11 runs of 8 senders on 3 hosts, 1 to 4 of the 8
-messages never matched the receive that rank 0 tested for 6 s (per-source receives: 8 of 8 in
-6 of 6 runs) —, and rank 0 waited for BYEs that had been sent. Under ULFM a dead worker's
+receive from any source: with MPICH a persistent any-source receive misses messages from
+senders on other hosts, and rank 0 would wait for BYEs that had been sent (docs/reliability.md,
+"Measured"). Under ULFM a dead worker's
 receive fails (RankFailure from the waiter) until ``forget`` cancels it.
 """
 

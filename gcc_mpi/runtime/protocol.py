@@ -42,12 +42,11 @@ worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path
           for these always active, so a master blocked in Waitsome wakes up: Python runs signal
           handlers only between bytecodes, so rank 0 cannot see its own flags while it blocks.
     BYE (value 0): the worker's last NOTICE, which ``Worker.serve`` sends itself on EXIT
-          (through the worker's one ``Announcer``, after every NOTICE it sent). MPI delivers
+          (through the worker's one ``NoticeSender``, after every NOTICE it sent). MPI delivers
           one sender's messages on a tag in order, so once rank 0 has every BYE it has
           received every NOTICE: none is left at MPI_Finalize, where MPICH's rank 0 would fail
-          on it and skip the barrier that the other ranks then wait in for ever (a probe
-          stopped by SIGTERM ended with exit code 9: hydra killed the hung workers when rank 0
-          exited 143). So every ``ending.shutdown`` receives every live rank's BYE, whether or
+          on it and skip the barrier that the other ranks then wait in for ever
+          (docs/reliability.md, "Measured"). So every ``ending.shutdown`` receives every live rank's BYE, whether or
           not its master listened (under ULFM, where no rank calls MPI_Finalize, none). A
           probe's worker sends its compute times (tag SETUP, pickled) only after its BYE, and
           rank 0 receives them after its shutdown: sent before, a long list (too long to go

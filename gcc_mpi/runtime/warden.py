@@ -3,10 +3,8 @@
 The launcher waits for every process of the job, so one that was stopped (SIGSTOP, a debugger)
 or got stuck after the job's last message keeps mpiexec up for ever: rank 0 resumes the silent
 workers it knows of (``hung``, through a live worker of their node), but a rank stopped after
-its BYE, once its node mates had left, had nobody to resume it (1 run of 40 of
-``benchmarks/chaos.py`` under ULFM hung so, and tests/test_hosts.py's stopped worker under MPICH
-once, when the stop came after the last trial). Under ULFM
-an abort has the same hole: the rank that ends the job revokes MPI_COMM_WORLD and leaves, and a
+its BYE, once its node mates had left, has nobody to resume it. Under ULFM an abort has the
+same hole: the rank that ends the job revokes MPI_COMM_WORLD and leaves, and a
 stopped rank never sees the revoke.
 
 So the first rank of each host to start forks a warden before MPI starts (the one that binds

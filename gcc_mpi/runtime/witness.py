@@ -90,7 +90,7 @@ def done():
         _current.send("done")
 
 
-def attend(master_pid, rank):
+def check_in(master_pid, rank):
     """On a worker on rank 0's node: connect to the witness and say who this is. The socket
     is kept open until the process ends (returned; None if there is no witness)."""
     try:

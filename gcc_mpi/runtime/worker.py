@@ -57,7 +57,7 @@ def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
     """A worker's whole run (``session``): its exit code. ``timer`` (the probe's,
     runtime/probe.py): wraps f to time every call (``timer.wrap(targets)``) and sends the
     times to rank 0 after EXIT (``timer.report``). ``notice``: hydra's dead-process notices,
-    passed on to rank 0 (``Announcer``)."""
+    passed on to rank 0 (``NoticeSender``)."""
     try:
         return _serve(comm, MPI, plan, interrupts, notice, timer)
     except MPI.Exception as e:
@@ -68,8 +68,8 @@ def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
 
 def _serve(comm, MPI, plan, interrupts, notice, timer):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
-    announcer = Announcer(comm, interrupts, notice)
-    startup = Waiter(MPI, "polite", check=announcer.check)
+    notices = NoticeSender(comm, interrupts, notice)
+    startup = Waiter(MPI, "polite", check=notices.check)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
     startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
     message = startup.recv_object(comm, 0, P.SETUP)
@@ -83,17 +83,17 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
                            "node?)")
     # HELLO (pid, host) at once, READY once f is built: rank 0 can tell which rank died while
     # the others build f (protocol)
-    Waiter(MPI, "polite", check=announcer.check).all(
+    Waiter(MPI, "polite", check=notices.check).all(
         [comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
     targets = build_targets(plan.job, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
-    attendance = witness.attend(master_pid, comm.rank) if same_node else None  # noqa: F841
-    Waiter(MPI, "polite", check=announcer.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
+    checked_in = witness.check_in(master_pid, comm.rank) if same_node else None  # noqa: F841
+    Waiter(MPI, "polite", check=notices.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(plan.wait, comm), hi=SLEEP_IDLE)
-    worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, announcer=announcer)
+    worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices)
     worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
         timer.report(comm, waiter)
@@ -102,7 +102,7 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
     return 0
 
 
-class Announcer:
+class NoticeSender:
     """A worker's NOTICEs to rank 0, every one of them, so that they leave in order on one tag
     (protocol): ``check``, its waiters' check, tells rank 0 (once per event) that this worker
     got a signal (``interrupts``, an InterruptFlag) or hydra's dead-process notice
@@ -189,15 +189,15 @@ def compute(target, x, m):
 class Worker:
     """One worker's loop (``serve``) over its CTRL messages from rank 0, until EXIT.
 
-    ``announcer``: the worker's ``Announcer``, which sends every NOTICE of this worker; its
+    ``notices``: the worker's ``NoticeSender``, which sends every NOTICE of this worker; its
     check becomes ``waiter``'s, and ``serve`` ends with its BYE, so that no user of Worker can
     forget the BYE a master's shutdown waits for. None: one that watches nothing and only says
     BYE."""
 
-    def __init__(self, comm, MPI, waiter, targets, shared_clock=False, announcer=None):
+    def __init__(self, comm, MPI, waiter, targets, shared_clock=False, notices=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
-        self.announcer = announcer if announcer is not None else Announcer(comm)
-        waiter.check = self.announcer.check
+        self.notices = notices if notices is not None else NoticeSender(comm)
+        waiter.check = self.notices.check
         self.targets = targets  # f of each sweep point
         self.shared_clock = shared_clock  # on the master's node: count delays from its send time
         self.DOUBLE = MPI.DOUBLE
@@ -224,7 +224,7 @@ class Worker:
             if self.queue:
                 self.task(*self.queue.popleft())
             elif self.exit:
-                self.announcer.bye()
+                self.notices.bye()
                 self.linger()
                 return
             else:
