@@ -50,7 +50,8 @@ N, K, RECEIVED = 1024, 64, 900
 SCHEMES = [("bacc", []), ("letcc", []), ("gcc", []), ("gcc", ["code.gcc.lengthscale=0.1"])]
 # --small: the simulator's digits-mlp point (K = 10, N = 40, S = 10), exact decoders
 SMALL = (40, 10, 30, [("letcc", []), ("gcc", []), ("gcc", ["code.gcc.lengthscale=1.0"]),
-                      ("gcc-manifold", []), ("gcc-manifold", ["code.gcc-manifold.lengthscale=1.0"])])
+                      ("gcc-manifold", []),
+                      ("gcc-manifold", ["code.gcc-manifold.lengthscale=1.0"])])
 
 
 def reference(code, received, Y):
@@ -124,7 +125,8 @@ def measure(calls):
 
 def show(label, r):
     line = (f"  {label:38s} decode {r['p50']:7.2f} ms (p90 {r['p90']:6.2f}, cpu {r['cpu']:6.2f})"
-            f"   first {r['first']:6.1f} ms   encode {r['encode']:5.2f} ms   nmse {r['nmse']:6.1f} dB")
+            f"   first {r['first']:6.1f} ms   encode {r['encode']:5.2f} ms"
+            f"   nmse {r['nmse']:6.1f} dB")
     if r["global"] is not None:
         line += (f"\n{'':42s}global smoother {r['global']:6.1f} ms,"
                  f" windowed - global {r['diff']:6.1f} dB")

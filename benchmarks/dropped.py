@@ -71,6 +71,7 @@ def factory(mixin):
     """{scheme: a make_code-like builder} of gcc and gcc-manifold with ``mixin`` over them."""
     classes = {"gcc": type(f"{mixin.__name__}GCC", (mixin, GCC), {}),
                "gcc-manifold": type(f"{mixin.__name__}ManifoldGCC", (mixin, ManifoldGCC), {})}
-    return {s: (lambda N, K, cls=cls, **options: cls(N, K, **options)) for s, cls in classes.items()}
+    return {s: (lambda N, K, cls=cls, **options: cls(N, K, **options))
+            for s, cls in classes.items()}
 
 

@@ -7,11 +7,11 @@ gcc_mpi/runtime/hung.py.) Workers wait as their master (polite, or spinning on I
                                                    [--target mlp|linear] [--delay 0]
 
 Rounds are benchmarks/runtime_overhead.py's (bacc on N = ranks - 1 workers, wait = "all", no
-stragglers, K = min(10, N)); ``--delay D`` gives every worker D seconds of injected delay instead, so the master
-waits). Blocks of the three modes alternate, so all see the same machine. Printed per mode,
-medians over rounds: the protocol time (scatter + wait + stop/drain, what the gather costs)
-and rank 0's CPU time per round (time.process_time: what its waiting takes from other ranks),
-and each one's ratio to polite's.
+stragglers, K = min(10, N)); ``--delay D`` gives every worker D seconds of injected delay instead,
+so the master waits). Blocks of the three modes alternate, so all see the same machine. Printed
+per mode, medians over rounds: the protocol time (scatter + wait + stop/drain, what the gather
+costs) and rank 0's CPU time per round (time.process_time: what its waiting takes from other
+ranks), and each one's ratio to polite's.
 """
 
 import argparse

@@ -27,13 +27,15 @@ def main():
         Y = np.sin(3 * t)[:, None] + 0.01 * rng.normal(size=(N, m))
         scipy_s = per_call(lambda: [make_smoothing_spline(t, Y[:, j])(z) for j in range(m)], 1.0)
         print(f"\nm = {m} outputs: scipy make_smoothing_spline(lam=None): {1e3 * scipy_s:8.2f} ms")
-        for name, kernel, q in [("letcc spline", spline_semikernel, 2), ("gcc matern52", matern52, 0)]:
+        for name, kernel, q in [("letcc spline", spline_semikernel, 2),
+                                ("gcc matern52", matern52, 0)]:
             for rule in ["gcv", "loo"]:
                 def fit():
                     S = KernelSmoother(t, z, kernel, q)
                     return S.apply(Y, S.select(Y, rule))
                 s = per_call(fit)
-                print(f"  {name:13s} {rule}: {1e3 * s:6.2f} ms   ({scipy_s / s:5.0f}x faster than scipy)")
+                print(f"  {name:13s} {rule}: {1e3 * s:6.2f} ms   "
+                      f"({scipy_s / s:5.0f}x faster than scipy)")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
     python benchmarks/lambda_grid.py [--trials 100]
 
-For letcc, gcc and gcc-manifold it prints mse [dB] with the decoder's lambda from the grid, "gcv", "loo" and
-"auto" (encoder interpolating), then the encoder's lambda on a grid with the decoder on auto.
-The figure of merit is "auto minus the best grid value": how much automatic choice costs.
+For letcc, gcc and gcc-manifold it prints mse [dB] with the decoder's lambda from the grid, "gcv",
+"loo" and "auto" (encoder interpolating), then the encoder's lambda on a grid with the decoder on
+auto. The figure of merit is "auto minus the best grid value": how much automatic choice costs.
 """
 
 import argparse
@@ -30,15 +30,18 @@ def main():
         for scheme in SCHEMES:
             row, grid = {}, []
             for lam in [*GRID, "gcv", "loo", "auto"]:
-                s, i = point_setup(job, [*base, f"code.{scheme}.lambda_dec={lam!r}".replace("'", '"')])
+                s, i = point_setup(job, [*base,
+                                         f"code.{scheme}.lambda_dec={lam!r}".replace("'", '"')])
                 row[lam] = mse_db(s, i, scheme, args.trials)[0]
                 if lam in GRID:
                     grid.append(row[lam])
             cells = "  ".join(f"{k}:{v:6.1f}" for k, v in row.items())
-            print(f"  {scheme:12s} lambda_dec  {cells}   auto - best grid = {row['auto'] - min(grid):+.1f} dB")
+            print(f"  {scheme:12s} lambda_dec  {cells}   "
+                  f"auto - best grid = {row['auto'] - min(grid):+.1f} dB")
             row = {}
             for lam in [0.0, 1e-8, 1e-6, 1e-4, 1e-2, "gcv", "auto"]:
-                s, i = point_setup(job, [*base, f"code.{scheme}.lambda_enc={lam!r}".replace("'", '"')])
+                s, i = point_setup(job, [*base,
+                                         f"code.{scheme}.lambda_enc={lam!r}".replace("'", '"')])
                 row[lam] = mse_db(s, i, scheme, args.trials)[0]
             cells = "  ".join(f"{k}:{v:6.1f}" for k, v in row.items())
             print(f"  {scheme:12s} lambda_enc  {cells}")

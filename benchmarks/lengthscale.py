@@ -65,10 +65,11 @@ def summary(gaps, margin=1.0):
                      f"{len(out)} of {len(gaps)} rows" + (f": {', '.join(out)}" if out else ""))
     outside = [f"{g[0]} [{g[3][0]:+.1f}, {g[3][1]:+.1f}]" for g in gaps if g[3][0] > margin]
     within = sum(g[3][1] <= margin for g in gaps)
-    lines.append(f"the mean's 95% interval of auto - best: wholly below {margin:g} dB in {within} of "
-                 f"{len(gaps)} rows, wholly above in {len(outside)}"
+    lines.append(f"the mean's 95% interval of auto - best: wholly below {margin:g} dB in {within} "
+                 f"of {len(gaps)} rows, wholly above in {len(outside)}"
                  + (f" ({', '.join(outside)})" if outside else "")
-                 + f", across {margin:g} dB (undecided at these trials) in {len(gaps) - within - len(outside)}")
+                 + f", across {margin:g} dB (undecided at these trials) in "
+                   f"{len(gaps) - within - len(outside)}")
     return "\n".join(lines)
 
 
@@ -97,9 +98,11 @@ def case(name, job, sets, trials, criteria):
             cells = []
             # the windowed decoder (above 400 results) implements leave-one-out only
             for crit in ("loo", "gcv", "ml") if c.code.workers <= WINDOWED_ABOVE else ("loo",):
-                cells.append(f"dec {crit} {measure(job, sets, scheme, trials, {'dec': crit})[0]:6.1f}")
+                cells.append(f"dec {crit} "
+                             f"{measure(job, sets, scheme, trials, {'dec': crit})[0]:6.1f}")
             for rule in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, "loo", "ml"):
-                cells.append(f"enc {rule} {measure(job, sets, scheme, trials, {'enc': rule})[0]:6.1f}")
+                cells.append(f"enc {rule} "
+                             f"{measure(job, sets, scheme, trials, {'enc': rule})[0]:6.1f}")
             print("  " + " " * 12 + "  ".join(cells))
 
 

@@ -179,7 +179,8 @@ def long_run(name, cmd, out, rss_file, wrap=True, budget=None):
     rss = int(Path(rss_file).read_text()) if Path(rss_file).exists() else 0
     size = os.path.getsize(out) if os.path.exists(out) else 0
     figures = timing(run.seen)
-    line = f"{name}: exit {code} after {time.monotonic() - run.start:.0f} s, {run.trials} trials, peak RSS {mb(rss)} (writing process), file {mb(size)}"
+    line = (f"{name}: exit {code} after {time.monotonic() - run.start:.0f} s, {run.trials} trials, "
+            f"peak RSS {mb(rss)} (writing process), file {mb(size)}")
     if figures:
         (early, late), exponent = figures
         line += f", {early:.3f} ms/trial over the first tenth, {late:.3f} over the last"

@@ -19,7 +19,8 @@ def main():
         s, i = point_setup("digits-mlp", [f"data.batch={k}", f"code.workers={4 * k}",
                                           "stragglers.count=0", 'code.schemes=["gcc-manifold"]'])
         X = s.inputs(i, 0)[0]
-        print(f"  K = {k:2d}: gcc-manifold encode {1e3 * per_call(lambda: s.codes['gcc-manifold'].encode(X), 0.5):.3f} ms")
+        print(f"  K = {k:2d}: gcc-manifold encode "
+              f"{1e3 * per_call(lambda: s.codes['gcc-manifold'].encode(X), 0.5):.3f} ms")
 
 
 if __name__ == "__main__":

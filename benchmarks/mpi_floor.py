@@ -51,7 +51,7 @@ def master(comm, mode, trials, size):
     recv = np.empty((n, size))
     times = []
     backoff = Backoff()
-    for t in range(trials):
+    for _ in range(trials):
         t0 = time.perf_counter()
         rreqs = [comm.Irecv(recv[i], source=i + 1, tag=REPLY) for i in range(n)]
         sreqs = [comm.Isend(send[i], dest=i + 1, tag=TASK) for i in range(n)]
@@ -135,7 +135,8 @@ def main():
             worker(comm, mode, args.size)
     if comm.rank == 0:
         print(f"# mpi_floor: {comm.size} ranks ({comm.size - 1} workers), {args.size} float64 per "
-              f"message, {args.trials} trials, {MPI.Get_library_version().replace(chr(0), '').splitlines()[0]}")
+              f"message, {args.trials} trials, "
+              f"{MPI.Get_library_version().replace(chr(0), '').splitlines()[0]}")
         for mode, t in results.items():
             print(f"floor {mode:6s}: {1e3 * np.median(t):8.3f} ms/trial median, "
                   f"{1e3 * np.mean(t):8.3f} mean, {1e3 * np.percentile(t, 90):8.3f} p90")

@@ -124,8 +124,10 @@ def main():
     print(f"floor + f        : {ff:7.3f} ms/trial median (p90 {np.percentile(floor_f, 90):.3f})"
           "  (its workers compute the same f)")
     print(f"runtime protocol : {pr:7.3f} ms/round median (p90 {np.percentile(protocol, 90):.3f})")
-    print(f"  ratio to floor     {pr / fl:.2f} (median of per-block ratios {np.median(ratios):.2f})")
-    print(f"  ratio to floor + f {pr / ff:.2f} (median of per-block ratios {np.median(ratios_f):.2f})")
+    print(f"  ratio to floor     {pr / fl:.2f} "
+          f"(median of per-block ratios {np.median(ratios):.2f})")
+    print(f"  ratio to floor + f {pr / ff:.2f} "
+          f"(median of per-block ratios {np.median(ratios_f):.2f})")
     print(f"runtime round    : {rd:7.3f} ms/round median (encode + protocol + decode)")
 
 

@@ -47,11 +47,13 @@ wait = "all"
 
 def run(cmd):
     """Run cmd; its peak resident memory (MiB) from the OS."""
-    proc = subprocess.Popen(cmd, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): "
+                 f"{proc.stderr.read().decode()[-2000:]}")
     return usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
@@ -60,13 +62,15 @@ def ms(d, key):
 
 
 def mpi_table(ranks, trials, tmp):
-    print(f"MPI, digits MLP, K = 4, zero delay, wait all; medians in ms per trial ({trials} trials)")
-    print(f"{'ranks':>5} {'N':>4} {'scheme':7} {'encode':>7} {'scatter':>8} {'wait':>8} {'decode':>7} "
-          f"{'sum':>8}")
+    print(f"MPI, digits MLP, K = 4, zero delay, wait all; medians in ms per trial "
+          f"({trials} trials)")
+    print(f"{'ranks':>5} {'N':>4} {'scheme':7} {'encode':>7} {'scatter':>8} {'wait':>8} "
+          f"{'decode':>7} {'sum':>8}")
     for r in ranks:
         out, job = f"{tmp}/mpi{r}.h5", Path(f"{tmp}/mpi{r}.toml")
         job.write_text(MPI_JOB.format(trials=trials, workers=r - 1))
-        run([mpiexec(), "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job), "-o", out, "-q"])
+        run([mpiexec(), "-n", str(r), sys.executable, "-m", "gcc_mpi", "run", str(job), "-o", out,
+             "-q"])
         point = read_results(out).points[0]
         for scheme, d in point.schemes.items():
             parts = [ms(d, k) for k in ("t_encode", "t_scatter", "t_wait", "t_decode")]
@@ -80,7 +84,8 @@ def simulate_table(trials, tmp):
     job = load_job(job_path)
     print(f"simulate, jobs/scale-n.toml (digits MLP, K = 64, ~90% of results used), {trials} "
           "trials; medians in ms per trial")
-    print(f"{'N':>5} {'scheme':7} {'used':>5} {'encode':>7} {'decode':>8} {'nmse dB':>8} {'peak MiB':>9}")
+    print(f"{'N':>5} {'scheme':7} {'used':>5} {'encode':>7} {'decode':>8} {'nmse dB':>8} "
+          f"{'peak MiB':>9}")
     for p in job.points:
         out = f"{tmp}/sim{p.index}.h5"
         peak = run([sys.executable, "-m", "gcc_mpi", "simulate", str(job_path), "-o", out, "-q",

@@ -199,7 +199,8 @@ def verdict(variant, rows):
     worst = max(mine, key=lambda r: r[3]) if mine else None
     ok = bool(wins) and not losses
     text = (f"{variant}: {len(mine)} rows; ReLU rows gaining >= {WIN:g} dB: {len(wins)} of "
-            f"{len(relu)}" + (f" ({', '.join(f'{r[1]} {r[3]:+.2f}' for r in wins)})" if wins else "")
+            f"{len(relu)}"
+            + (f" ({', '.join(f'{r[1]} {r[3]:+.2f}' for r in wins)})" if wins else "")
             + f"; rows whose interval lies wholly above +{LOSS:g} dB: {len(losses)}"
             + (f" ({', '.join(f'{r[1]} {r[3]:+.2f} [{r[4]:+.2f}, {r[5]:+.2f}]' for r in losses)})"
                if losses else ""))

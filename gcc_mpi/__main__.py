@@ -1,7 +1,8 @@
 """Command line: gcc-mpi (or python -m gcc_mpi) [run|simulate|analyze|merge|validate] ...
 
-This module only parses and dispatches to ``commands`` (see README for the commands). Bad input of any kind ends
-with one line on stderr and exit code 2; nothing here imports MPI unless a command needs it.
+This module only parses and dispatches to ``commands`` (see README for the commands). Bad input
+of any kind ends with one line on stderr and exit code 2; nothing here imports MPI unless a
+command needs it.
 """
 
 import argparse

@@ -35,7 +35,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MAX_POINTS = 100_000
-MAX_PIPELINE = 64  # decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
+# decode.pipeline: rounds in flight; each holds a TASK, STOP and REPLY row per worker
+MAX_PIPELINE = 64
 
 
 # --- value checks: each is "what is allowed" and a function giving the normalised value or _NO ----
@@ -77,14 +78,16 @@ def _show(v, depth=0) -> str:
     elif isinstance(v, dict):
         s = "a table"
     elif isinstance(v, (list, tuple)):
-        s = "[...]" if depth > 2 else "[" + ", ".join(_show(x, depth + 1) for x in v[:8]) + (", ...]" if len(v) > 8 else "]")
+        s = "[...]" if depth > 2 else ("[" + ", ".join(_show(x, depth + 1) for x in v[:8])
+                                       + (", ...]" if len(v) > 8 else "]"))
     else:
         s = str(v)
     return s if len(s) <= 80 else s[:77] + "..."
 
 
 def _did_you_mean(word, options, quote='"'):
-    close = difflib.get_close_matches(word, options, n=1) if isinstance(word, str) and options else []
+    close = (difflib.get_close_matches(word, options, n=1)
+             if isinstance(word, str) and options else [])
     return f"; did you mean {quote}{close[0]}{quote}?" if close else ""
 
 
@@ -119,16 +122,19 @@ def _int_range(lo, hi):
 
 def _num(lo=0.0, *, above=False, hi=None):
     ok = lambda x: x is not None and (x > lo if above else x >= lo) and (hi is None or x <= hi)  # noqa: E731
-    allowed = f"a number in [{lo:g}, {hi:g}]" if hi is not None else f"a number {'>' if above else '>='} {lo:g}"
+    allowed = (f"a number in [{lo:g}, {hi:g}]" if hi is not None
+               else f"a number {'>' if above else '>='} {lo:g}")
     return Check(allowed, lambda v: x if ok(x := _as_float(v)) else _NO)
 
 
 def _choice(*names):
-    return Check("one of " + ", ".join(map(_quote, names)), lambda v: v if isinstance(v, str) and v in names else _NO, names)
+    return Check("one of " + ", ".join(map(_quote, names)),
+                 lambda v: v if isinstance(v, str) and v in names else _NO, names)
 
 
 def _text(pattern=r".+", allowed="a non-empty string"):
-    return Check(allowed, lambda v: v if isinstance(v, str) and re.fullmatch(pattern, v, re.S) else _NO)
+    return Check(allowed,
+                 lambda v: v if isinstance(v, str) and re.fullmatch(pattern, v, re.S) else _NO)
 
 
 def _or_words(inner, *words):
@@ -172,7 +178,8 @@ def check_schemes(names, key):
 
 
 def _shape_list(v):
-    ok = isinstance(v, (list, tuple)) and v and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) and 1 <= x <= 2**31 for x in v)
+    ok = isinstance(v, (list, tuple)) and v and all(
+        isinstance(x, numbers.Integral) and not isinstance(x, bool) and 1 <= x <= 2**31 for x in v)
     return tuple(int(x) for x in v) if ok else _NO
 
 
@@ -193,15 +200,18 @@ _SHAPE = Check("a non-empty list of integers >= 1 (one input's shape, e.g. [1, 8
 
 @dataclass(frozen=True)
 class JobSection:
-    name: str = setting(_text(r"[A-Za-z0-9._-]+", 'a name of letters, digits, ".", "_" and "-"'), "job")
+    name: str = setting(_text(r"[A-Za-z0-9._-]+", 'a name of letters, digits, ".", "_" and "-"'),
+                        "job")
     seed: int = setting(_int(0), 0)
     trials: int = setting(_int(1), 100)
-    time_limit: float | None = setting(_optional(_num(0.0, above=True)))  # seconds; stop cleanly after
+    # seconds; stop cleanly after
+    time_limit: float | None = setting(_optional(_num(0.0, above=True)))
 
 
 @dataclass(frozen=True)
 class DataSection:
-    source: str = setting(_choice("digits", "sphere", "swissroll", "torus", "gaussian", "file"), "digits")
+    source: str = setting(_choice("digits", "sphere", "swissroll", "torus", "gaussian", "file"),
+                          "digits")
     batch: int = setting(_int(1), 10)              # K
     dim: int = setting(_int(1), 50)                # ambient dimension of synthetic sources
     noise: float = setting(_num(0.0), 0.0)
@@ -215,13 +225,20 @@ class TargetSection:
     kind: str = setting(_choice("mlp", "polynomial", "linear", "onnx", "python"), "mlp")
     degree: int = setting(_int(1), 3)
     outputs: int = setting(_int(1), 4)
-    model: str | None = setting(_optional(_text()))  # mlp weights (.npz); None = the shipped digits MLP
-    function: str | None = setting(_optional(_text(r".+:[A-Za-z_]\w*", '"module:function" or "file.py:function"')))
-    path: str | None = setting(_optional(_text()))   # onnx model file; None = the shipped digits CNN
-    input: str | None = setting(_optional(_text()))  # onnx input name; None = the model's only input
-    output: str | None = setting(_optional(_text()))  # onnx output name; None = the model's only output
-    shape: tuple[int, ...] | None = setting(_optional(_SHAPE))  # onnx per-sample input shape; None = the model's
-    classifier: bool | str = setting(_or_words(_BOOL, "auto"), "auto")  # relacc; auto: mlp yes, onnx if m > 1, python by fn.classifier
+    # mlp weights (.npz); None = the shipped digits MLP
+    model: str | None = setting(_optional(_text()))
+    function: str | None = setting(_optional(_text(r".+:[A-Za-z_]\w*",
+                                                   '"module:function" or "file.py:function"')))
+    # onnx model file; None = the shipped digits CNN
+    path: str | None = setting(_optional(_text()))
+    # onnx input name; None = the model's only input
+    input: str | None = setting(_optional(_text()))
+    # onnx output name; None = the model's only output
+    output: str | None = setting(_optional(_text()))
+    # onnx per-sample input shape; None = the model's
+    shape: tuple[int, ...] | None = setting(_optional(_SHAPE))
+    # relacc; auto: mlp yes, onnx if m > 1, python by fn.classifier
+    classifier: bool | str = setting(_or_words(_BOOL, "auto"), "auto")
 
 
 @dataclass(frozen=True)
@@ -238,7 +255,8 @@ class LetccOptions:
 @dataclass(frozen=True)
 class GccOptions:
     kernel: str = setting(_choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52")
-    lengthscale: float | str = setting(_or_words(_num(0.0, above=True), "auto"), "auto")  # auto: per fit, with lambda
+    # auto: per fit, with lambda
+    lengthscale: float | str = setting(_or_words(_num(0.0, above=True), "auto"), "auto")
     lambda_enc: float | str = setting(_LAMBDA, "auto")
     lambda_dec: float | str = setting(_LAMBDA, "auto")
     # where the decoder fits: "beta" the papers' (along the curve parameter), "input" the input
@@ -268,13 +286,16 @@ class CodeSection:
     plugins: tuple = ()
 
     def options(self, scheme: str) -> Mapping[str, Any]:
-        """The [code.<scheme>] options as a read-only mapping (empty for schemes without options)."""
+        """The [code.<scheme>] options as a read-only mapping (empty for schemes without
+        options)."""
         if is_plugin(scheme):
             return MappingProxyType(dict(dict(self.plugins).get(scheme, ())))
         if scheme not in NAMES:
-            raise JobError("code.schemes", f"unknown scheme {_quote(str(scheme))}{_did_you_mean(scheme, NAMES)}")
+            raise JobError("code.schemes", f"unknown scheme {_quote(str(scheme))}"
+                                           f"{_did_you_mean(scheme, NAMES)}")
         opts = getattr(self, scheme.replace("-", "_"), None)
-        return MappingProxyType({f.name: getattr(opts, f.name) for f in fields(opts)} if opts else {})
+        return MappingProxyType({f.name: getattr(opts, f.name) for f in fields(opts)}
+                                if opts else {})
 
 
 @dataclass(frozen=True)
@@ -319,9 +340,12 @@ class Config:
 
 TABLES = {"job": JobSection, "data": DataSection, "target": TargetSection, "code": CodeSection,
           "code.lcc": LccOptions, "code.letcc": LetccOptions, "code.gcc": GccOptions,
-          "code.gcc-manifold": ManifoldOptions, "stragglers": StragglerSection, "decode": DecodeSection}
-KEYS = {f"{t}.{f.name}": f.metadata["check"] for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
-DEFAULTS = {f"{t}.{f.name}": f.default for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
+          "code.gcc-manifold": ManifoldOptions, "stragglers": StragglerSection,
+          "decode": DecodeSection}
+KEYS = {f"{t}.{f.name}": f.metadata["check"]
+        for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
+DEFAULTS = {f"{t}.{f.name}": f.default
+            for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata}
 NOT_SWEPT = ("job.name", "job.seed", "job.time_limit")
 
 
@@ -365,7 +389,8 @@ def _plugins(values: dict) -> tuple:
 
 
 def schema() -> list[tuple[str, Any, str]]:
-    """(dotted key, default, what is allowed) for every key, in file order (for docs and `validate`)."""
+    """(dotted key, default, what is allowed) for every key, in file order (for docs and
+    `validate`)."""
     return [(k, DEFAULTS[k], check.allowed) for k, check in KEYS.items()]
 
 
@@ -402,7 +427,8 @@ class Job:
 
     def with_overrides(self, overrides) -> Job:
         """The same job with overrides applied (like --set) and everything re-validated."""
-        flat = {k: v for k, v in to_dict(self.config).items() if k not in self.sweep and v is not None}
+        flat = {k: v for k, v in to_dict(self.config).items()
+                if k not in self.sweep and v is not None}
         sweep = dict(self.sweep)
         explicit = self.explicit_keys | _apply(flat, sweep, overrides)
         return _resolve(flat, sweep, explicit, self.source, self.base_dir)
@@ -440,7 +466,8 @@ def _key_text(k: str) -> str:
 def _suggest(k: str, names) -> str | None:
     """The name closest to k: a sibling in its table, the same name in another table, or alike."""
     table, _, name = k.rpartition(".")
-    close = difflib.get_close_matches(name, [n.rpartition(".")[2] for n in names if n.rpartition(".")[0] == table], 1)
+    close = difflib.get_close_matches(
+        name, [n.rpartition(".")[2] for n in names if n.rpartition(".")[0] == table], 1)
     if close:
         return f"{table}.{close[0]}" if table else close[0]
     close = [n for n in names if n.rpartition(".")[2] == name]
@@ -509,7 +536,8 @@ def resolved_lcc_degree(config: Config) -> int:
         return degree
     if kind in ("polynomial", "linear"):
         return config.target.degree if kind == "polynomial" else 1
-    raise JobError("code.lcc.degree", f'must be set when target.kind is "{kind}" (lcc is exact only for polynomials)')
+    raise JobError("code.lcc.degree", f'must be set when target.kind is "{kind}" (lcc is exact '
+                                      'only for polynomials)')
 
 
 # --- validation -----------------------------------------------------------------------------------
@@ -527,30 +555,37 @@ def _checked(k: str, value, where=""):
 def _consistent(c: Config) -> None:
     K, N, s = c.data.batch, c.code.workers, c.stragglers
     if c.target.kind == "python" and c.target.function is None:
-        raise JobError("target.function", 'required when target.kind = "python" ("module:function" or "file.py:function")')
-    if c.target.model is not None and c.target.model.lower().endswith(".onnx") and c.target.kind in ("mlp", "onnx"):
-        raise JobError("target.model", 'is an ONNX file: set target.kind = "onnx" and the file as target.path (target.model is for .npz MLP weights)')
+        raise JobError("target.function", 'required when target.kind = "python" '
+                                          '("module:function" or "file.py:function")')
+    if (c.target.model is not None and c.target.model.lower().endswith(".onnx")
+            and c.target.kind in ("mlp", "onnx")):
+        raise JobError("target.model", 'is an ONNX file: set target.kind = "onnx" and the file as '
+                                       'target.path (target.model is for .npz MLP weights)')
     if c.data.source == "file" and c.data.path is None:
         raise JobError("data.path", 'required when data.source = "file" (a .npy, .npz or .h5 file)')
     if s.model == "trace" and s.path is None:
         raise JobError("stragglers.path", 'required when stragglers.model = "trace" (a probe '
                                           'file, or a .npy or .csv of delays: rounds x workers)')
     if c.data.source in ("sphere", "swissroll", "torus") and c.data.dim < 3:
-        raise JobError("data.dim", f'must be >= 3 for data.source = "{c.data.source}", got {c.data.dim}')
+        raise JobError("data.dim", f'must be >= 3 for data.source = "{c.data.source}", '
+                                   f'got {c.data.dim}')
     if N < K:
-        raise JobError("code.workers", f"must be >= data.batch = {K} (every scheme needs N >= K), got {N}")
+        raise JobError("code.workers", f"must be >= data.batch = {K} (every scheme needs N >= K), "
+                                       f"got {N}")
     if "lcc" in c.code.schemes:
         d = resolved_lcc_degree(c)
         if N < (K - 1) * d + 1:
-            raise JobError("code.workers", f"lcc needs >= (K-1)*degree+1 = {(K - 1) * d + 1} workers "
-                                           f"(K = {K}, degree = {d}), got {N}")
+            raise JobError("code.workers", f"lcc needs >= (K-1)*degree+1 = {(K - 1) * d + 1} "
+                                           f"workers (K = {K}, degree = {d}), got {N}")
     if s.model in ("fixed", "adversarial") and s.count > N:
         raise JobError("stragglers.count", f"must be <= code.workers = {N}, got {s.count}")
     if c.decode.wait == "fastest" and resolved_stragglers(c) > N - 1:
-        auto = "" if c.decode.stragglers != "auto" else f" (auto: stragglers.count = {s.count})" \
-            if s.model in ("fixed", "adversarial") else " (auto: round(stragglers.p * code.workers))"
-        raise JobError("decode.stragglers", f"must be <= code.workers - 1 = {N - 1} so that one result "
-                                            f"is waited for, got {resolved_stragglers(c)}{auto}")
+        auto = ("" if c.decode.stragglers != "auto" else f" (auto: stragglers.count = {s.count})"
+                if s.model in ("fixed", "adversarial")
+                else " (auto: round(stragglers.p * code.workers))")
+        raise JobError("decode.stragglers", f"must be <= code.workers - 1 = {N - 1} so that one "
+                                            f"result is waited for, got {resolved_stragglers(c)}"
+                                            f"{auto}")
     if c.decode.wait == "deadline" and c.decode.deadline is None:
         raise JobError("decode.deadline", 'required when decode.wait = "deadline" (seconds > 0)')
 
@@ -559,7 +594,8 @@ def _make(values: dict) -> Config:
     """Config from {dotted key: normalised value}, checked for consistency."""
     made = {}
     for table in sorted(TABLES, key=lambda t: -t.count(".")):     # sub-tables first
-        kw = {f.name: values[f"{table}.{f.name}"] for f in fields(TABLES[table]) if "check" in f.metadata}
+        kw = {f.name: values[f"{table}.{f.name}"]
+              for f in fields(TABLES[table]) if "check" in f.metadata}
         for sub in TABLES:
             if sub.rpartition(".")[0] == table:
                 kw[sub.rpartition(".")[2].replace("-", "_")] = made[sub]
@@ -588,7 +624,8 @@ def _resolve(flat: dict, sweep: dict, explicit: set, source, base_dir) -> Job:
     for k, vs in sweep.items():
         shown = "sweep." + _quote(k)
         if k in NOT_SWEPT:
-            raise JobError(shown, "cannot be swept (one job has one name, seed and time limit); sweep other keys")
+            raise JobError(shown, "cannot be swept (one job has one name, seed and time limit); "
+                                  "sweep other keys")
         if not isinstance(vs, (list, tuple)) or not vs:
             raise JobError(shown, f"must be a non-empty list of values, got {_show(vs)}")
         swept[k] = [_checked(k, v, where=" in [sweep]") for v in vs]
@@ -684,12 +721,14 @@ def _flatten(raw: dict) -> tuple[dict, dict]:
     raw = dict(raw)
     raw_sweep = raw.pop("sweep", {})
     if not isinstance(raw_sweep, dict):
-        raise JobError("sweep", f'must be a table of "dotted.key" = [values], got {_show(raw_sweep)}')
+        raise JobError("sweep", f'must be a table of "dotted.key" = [values], '
+                                f'got {_show(raw_sweep)}')
     walk("", raw, flat, False)
     walk("", raw_sweep, sweep, True)
     for k in sweep:
         if k in flat:
-            raise JobError(k, f"is both set in [{k.rpartition('.')[0]}] and swept in [sweep]; keep one")
+            raise JobError(k, f"is both set in [{k.rpartition('.')[0]}] and swept in [sweep]; "
+                              "keep one")
     return flat, sweep
 
 
@@ -730,8 +769,10 @@ def load_job(path, overrides: Iterable = (), defaults: Mapping | None = None) ->
     except FileNotFoundError:
         raise JobError("job file", f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise JobError("job file", f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    return parse_job(text, base_dir=path.resolve().parent, overrides=overrides, defaults=defaults, source=path)
+        raise JobError("job file",
+                       f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return parse_job(text, base_dir=path.resolve().parent, overrides=overrides, defaults=defaults,
+                     source=path)
 
 
 def load(path=None, overrides: Iterable = (), defaults: Mapping | None = None) -> Job:
@@ -762,11 +803,13 @@ def load_default_job(overrides: Iterable = (), defaults: Mapping | None = None) 
     user: defaults (e.g. {"code.workers": ranks - 1}) replace the file's values. data.batch and
     stragglers.count follow code.workers (``fit_default_job``) unless the overrides set them;
     the job's ``note`` says what was chosen."""
-    flat, sweep = _flatten(_loads((resources.files("gcc_mpi") / "jobs" / "default.toml").read_text(encoding="utf-8")))
+    flat, sweep = _flatten(_loads((resources.files("gcc_mpi") / "jobs" / "default.toml")
+                                  .read_text(encoding="utf-8")))
     explicit = _apply(flat, sweep, overrides)
     _set_defaults(flat, sweep, explicit, defaults)
     workers = flat.get("code.workers")
-    if "code.workers" in sweep or not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+    if ("code.workers" in sweep or not isinstance(workers, int) or isinstance(workers, bool)
+            or workers < 1):
         return _resolve(flat, sweep, explicit, None, ".")  # a sweep of N, or a bad N: as written
     K, S = fit_default_job(workers)
     fitted = {k: v for k, v in (("data.batch", K), ("stragglers.count", S))
@@ -776,11 +819,15 @@ def load_default_job(overrides: Iterable = (), defaults: Mapping | None = None) 
     if fitted:
         c = job.config
         K, S = c.data.batch, c.stragglers.count
-        how = {"data.batch": "chosen", "stragglers.count": "chosen"} | {k: "as set" for k in ("data.batch", "stragglers.count") if k not in fitted}
+        how = {"data.batch": "chosen", "stragglers.count": "chosen"} | {
+            k: "as set" for k in ("data.batch", "stragglers.count") if k not in fitted}
         job = dataclasses.replace(job, note=(
-            f"default job for {workers + 1} ranks: N = {workers} workers, K = {K} input{'s' * (K > 1)} per batch "
-            f"(data.batch, {how['data.batch']}), S = {S} of the workers {c.stragglers.delay * 1e3:g} ms late "
-            f"(stragglers.count, {how['stragglers.count']}): S = N/4 and K = (N - S)/2 (at most {DEFAULT_K_MAX}), "
+            f"default job for {workers + 1} ranks: N = {workers} workers, K = {K} "
+            f"input{'s' * (K > 1)} per batch "
+            f"(data.batch, {how['data.batch']}), S = {S} of the workers "
+            f"{c.stragglers.delay * 1e3:g} ms late "
+            f"(stragglers.count, {how['stragglers.count']}): S = N/4 and K = (N - S)/2 "
+            f"(at most {DEFAULT_K_MAX}), "
             f"so coded schemes decode from N - S = {workers - S} results"
             + (", at least 2 per input" if workers - S >= 2 * K else "")))
     return job

@@ -11,11 +11,11 @@ of Dedalus' ``tools/post.py``: everything is checked before the output is create
 
 The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
 and that a block of trials at a time (``ResultsFile.blocks``; so memory holds one block, whatever
-the files' sizes), and so is a (point, scheme) found twice compared: root attributes ``config`` and ``format`` as
-the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from the inputs
-(their distinct values joined by "; "), ``lost`` and ``hung`` the unions of the inputs' lost
-and hung ranks, ``hosts`` rank by rank the inputs' distinct hosts joined by "; " (point files of
-an array may have run on different nodes),
+the files' sizes), and so is a (point, scheme) found twice compared: root attributes ``config``
+and ``format`` as the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from
+the inputs (their distinct values joined by "; "), ``lost`` and ``hung`` the unions of the inputs'
+lost and hung ranks, ``hosts`` rank by rank the inputs' distinct hosts joined by "; " (point files
+of an array may have run on different nodes),
 ``complete`` true only if every input is complete and every scheme of every point of the job is
 present. Points are written in index order with their global index (``point_007`` stays
 ``point_007``), schemes in the job's order.

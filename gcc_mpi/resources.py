@@ -39,7 +39,8 @@ WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most
 BASE_BYTES = 80 * 2**20       # one Python rank with numpy, scipy and h5py imported
 BLOCK_CELLS = 2**22           # simulator blocks: (trials in a block) x N x schemes at most
 MAX_BLOCK = 1024              # simulator: trials in a block at most
-RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used, error
+RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used,
+                              # error
 TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
 FILE_BYTES = 64 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400

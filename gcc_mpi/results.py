@@ -203,7 +203,8 @@ class ResultWriter:
             diff = next(((i, a, b) for i, (a, b) in
                          enumerate(zip(old.splitlines() + [""], config_toml.splitlines() + [""]))
                          if a != b), None)
-            where = f" (line {diff[0] + 1}: {diff[1]!r} in the file, {diff[2]!r} now)" if diff else ""
+            where = (f" (line {diff[0] + 1}: {diff[1]!r} in the file, {diff[2]!r} now)"
+                     if diff else "")
             raise JobError("--resume", f"{self.path} was written for a different job{where}; "
                                        "use a new -o or --overwrite")
 

@@ -163,8 +163,8 @@ def run_point(setup, point, writer, progress, trials, stop=None):
     """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
     blocks are appended when the writer says a commit is due (``writer.due()``: an append costs
     about a millisecond, so small blocks are not appended one by one), when they hold a full
-    block's worth of trials (so at most two blocks are held: resources.py), and, on Interrupted (from
-    ``stop.check()``) or any other exception, before it propagates; the unfinished block is
+    block's worth of trials (so at most two blocks are held: resources.py), and, on Interrupted
+    (from ``stop.check()``) or any other exception, before it propagates; the unfinished block is
     dropped."""
     names = list(setup.codes)
     done = {name: [] for name in names}

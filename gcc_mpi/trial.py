@@ -35,7 +35,8 @@ class WaitPolicy:
         return count >= self.need
 
     def simulate(self, arrival):
-        """(received workers in arrival order, stop time) for arrival times of the active workers."""
+        """(received workers in arrival order, stop time) for arrival times of the active
+        workers."""
         return self.simulate_erasures(arrival)[:2]
 
     def fixed_count(self):

@@ -1,8 +1,9 @@
 """Test-only MPI program for tests/test_runtime.py: rank 0 drives the runtime's Master and ranks
 1.. its Worker directly (below session.block, which the benchmarks use), and nobody sends a BYE
-by hand. Three blocks of a few rounds, each ended by one ``ending.shutdown`` (one EXIT per worker, a new Worker per
-block): the master listens in block 0, not in block 1 (where every worker first announces a
-signal, a NOTICE that must be received before its BYE) and, as a new Master, in block 2.
+by hand. Three blocks of a few rounds, each ended by one ``ending.shutdown`` (one EXIT per
+worker, a new Worker per block): the master listens in block 0, not in block 1 (where every
+worker first announces a signal, a NOTICE that must be received before its BYE) and, as a new
+Master, in block 2.
 
 After each shutdown every rank meets in a barrier, which a worker reaches only after its BYE
 left, and rank 0 looks for a NOTICE still unreceived: there must be none (one left would fail

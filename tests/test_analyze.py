@@ -64,7 +64,8 @@ def test_summarize_by_hand(h5):
     assert gcc["mse"] == pytest.approx(2.0) and gcc["nmse"] == pytest.approx(0.02)
     assert gcc["mse_db"] == pytest.approx(10 * math.log10(0.02))
     # delta method: 1.96 * 10/ln10 * (std 0.01 / sqrt 3) / 0.02
-    assert gcc["mse_db_ci95"] == pytest.approx(1.96 * 10 / math.log(10) * 0.01 / math.sqrt(3) / 0.02)
+    assert gcc["mse_db_ci95"] == pytest.approx(
+        1.96 * 10 / math.log(10) * 0.01 / math.sqrt(3) / 0.02)
     assert gcc["relacc"] is None  # not a classifier
     assert gcc["latency_p50"] == pytest.approx(0.2)
     assert gcc["latency_p99"] == pytest.approx(0.2 + 0.98 * 0.2)  # numpy linear interpolation

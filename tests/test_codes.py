@@ -148,7 +148,8 @@ def test_gcv_and_loo_match_dense_definitions():
     S_sub.candidates = lambda min_dof=0: lams
     assert S_sub.gcv(Y) == lams[int(np.argmin(gcv))]
     assert S_sub.loo(Y) == lams[int(np.argmin(loo))]
-    assert S.matrix(lams[15]) == pytest.approx(dense_hat(t, spline_semikernel, 2, lams[15]), abs=1e-9)
+    assert S.matrix(lams[15]) == pytest.approx(dense_hat(t, spline_semikernel, 2, lams[15]),
+                                               abs=1e-9)
 
 
 @pytest.mark.parametrize("name", ["bacc", "letcc", "gcc"])
@@ -169,7 +170,8 @@ def test_decoder_handles_any_subset_including_missing_extremes(name):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(K, 4))
     Xt, _ = code.encode(X)
-    for received in [np.arange(3, N - 3), np.arange(0, N, 3), rng.permutation(N)[:10], np.array([4])]:
+    for received in [np.arange(3, N - 3), np.arange(0, N, 3), rng.permutation(N)[:10],
+                     np.array([4])]:
         Yhat, _ = code.decode(received, np.tanh(Xt[received]))
         assert Yhat.shape == (K, 4) and np.all(np.isfinite(Yhat))
     Yhat, _ = code.decode(np.arange(2, N - 2), np.tanh(Xt[2:N - 2]))

@@ -340,11 +340,11 @@ def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(
     option: `mpiexec -disable-auto-cleanup` (MPICH: hydra notifies the others with SIGUSR1 and
     rank 0 finds the dead pid) or `mpiexec --with-ft ulfm` (Open MPI 5.0.11 reports only ranks
     that a signal killed, so rank 0 finds this one among the pids of its node, which it looks at
-    every 0.5 s under ULFM; SIGKILLs: test_ulfm.py). Rank 0 names the dead rank, never sends it a task again (error code
-    4) and the job completes. With 3 rounds in flight rank 0 cancels the dead rank's requests
-    in every round and records it LOST in the rounds still waiting. A busy master (which blocks
-    in Waitsome under MPICH, woken by a worker's NOTICE of hydra's SIGUSR1, and polls under
-    ULFM) finds it too: it never waits for the dead rank forever."""
+    every 0.5 s under ULFM; SIGKILLs: test_ulfm.py). Rank 0 names the dead rank, never sends it a
+    task again (error code 4) and the job completes. With 3 rounds in flight rank 0 cancels the
+    dead rank's requests in every round and records it LOST in the rounds still waiting. A busy
+    master (which blocks in Waitsome under MPICH, woken by a worker's NOTICE of hydra's SIGUSR1,
+    and polls under ULFM) finds it too: it never waits for the dead rank forever."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
     code, _, err = run(["run", "slow.toml", "-o", "slow.h5", "-q", "--set", "job.trials=8",
                         "--set", f"decode.pipeline={pipeline}", "--wait", wait],
@@ -369,9 +369,10 @@ def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(
 def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path):
     """The DONE_WHEN job on 16 ranks, 150 trials; rank 6 SIGSTOPped (never continued) once 20
     trials are in the file (committed about every second: the rounds may be 30 trials further
-    on by then, so the job is long enough that the stop lands well before its end). After HANG (3 s or more) without its reply rank 0 counts it hung:
-    the rounds go on without it (error code 5, no trial failed), and at the end rank 0 resumes
-    it (SIGCONT), so that it takes its EXIT: exit 0, a complete file, rank 6 in ``hung``."""
+    on by then, so the job is long enough that the stop lands well before its end). After HANG
+    (3 s or more) without its reply rank 0 counts it hung: the rounds go on without it (error
+    code 5, no trial failed), and at the end rank 0 resumes it (SIGCONT), so that it takes its
+    EXIT: exit 0, a complete file, rank 6 in ``hung``."""
     (tmp_path / "stop.toml").write_text(DONE_WHEN)
     job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=150"], tmp_path,
                  ranks=16)

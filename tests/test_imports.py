@@ -138,9 +138,11 @@ def test_an_arrow_the_wrong_way_is_caught(tmp_path):
     copy = tmp_path / "gcc_mpi"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     config = copy / "config.py"
-    config.write_text(config.read_text() + "\n\ndef _up():\n    from .results import read_results\n")
+    config.write_text(config.read_text() + "\n\ndef _up():\n"
+                                           "    from .results import read_results\n")
     session = copy / "runtime" / "session.py"
-    session.write_text(session.read_text() + "\n\ndef _across():\n    from ..analyze import summarize\n")
+    session.write_text(session.read_text() + "\n\ndef _across():\n"
+                                             "    from ..analyze import summarize\n")
     assert wrong_arrows(imports(copy)) == [
         "gcc_mpi.config -> gcc_mpi.results (job -> files)",
         "gcc_mpi.runtime.session -> gcc_mpi.analyze (runtime -> reports: peers)"]

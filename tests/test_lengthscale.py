@@ -42,9 +42,9 @@ def test_scores_match_direct_formulas():
     lams = S.candidates()[:, 36:61:8]  # where a dense inverse is accurate
     for crit in ("loo", "gcv", "ml"):
         got = S.scores(Y, lams, crit)
-        for i, l in enumerate(ls):
+        for i, lengthscale in enumerate(ls):
             for g, lam in enumerate(lams[i]):
-                K = matern52(t[:, None], t[None, :], lengthscale=l)
+                K = matern52(t[:, None], t[None, :], lengthscale=lengthscale)
                 A = K + lam * np.eye(len(t))
                 H = K @ np.linalg.inv(A)
                 r = Y - H @ Y
@@ -54,7 +54,8 @@ def test_scores_match_direct_formulas():
                     want = len(t) * np.sum(r**2) / np.trace(np.eye(len(t)) - H) ** 2
                 else:
                     yAy = np.einsum("im,ij,jm->m", Y, np.linalg.inv(A), Y)
-                    nll = 0.5 * len(t) * np.log(yAy).sum() + 0.5 * Y.shape[1] * np.linalg.slogdet(A)[1]
+                    nll = (0.5 * len(t) * np.log(yAy).sum()
+                           + 0.5 * Y.shape[1] * np.linalg.slogdet(A)[1])
                     want = np.exp(2 * nll / (len(t) * Y.shape[1]))
                 assert got[i, g] == pytest.approx(want, rel=1e-6, abs=1e-9)
 
@@ -214,7 +215,8 @@ def test_recorded_fields_resume_and_analyze(tmp_path, capsys):
             assert np.allclose(enc, want)
             # 30 results of 10 inputs: the decoder fits in the input space (gcc.DENSE), and
             # records its lengthscale there (multiples of the batch's median distance)
-            dec, dec_input = g[f"{name}/lengthscale_dec"][()], g[f"{name}/lengthscale_dec_input"][()]
+            dec, dec_input = (g[f"{name}/lengthscale_dec"][()],
+                              g[f"{name}/lengthscale_dec_input"][()])
             assert np.isnan(dec).all() and (dec_input > 0).all()
         for name in ("bacc", "gcc", "gcc-manifold"):  # as an interrupted run before the fields
             del g[f"{name}/lengthscale_enc"], g[f"{name}/lengthscale_dec"]

@@ -71,7 +71,8 @@ def digits():
 def test_onnx_mlp_from_known_weights_equals_the_numpy_mlp(tmp_path, digits):
     f, path = mlp_model(tmp_path / "mlp.onnx")
     g = make_target("onnx", input_dim=64, path=path)
-    assert (g.input_dim, g.output_dim, g.classifier, g.input_shape, g.batch) == (64, 10, True, (64,), None)
+    assert (g.input_dim, g.output_dim, g.classifier, g.input_shape, g.batch) == \
+        (64, 10, True, (64,), None)
     assert (g.input_name, g.output_name, g.dtype) == ("x", "y", np.float32)
     Y, ref = g(digits.X), f(digits.X)
     assert Y.shape == (1797, 10) and Y.dtype == np.float64
@@ -130,10 +131,12 @@ def test_shipped_cnn_classifies_the_digits(digits):
 @pytest.mark.parametrize("kwargs, match", [
     ({"input_dim": 50}, r"^target.path: shipped .* takes inputs of shape \[1, 8, 8\] \(64 values\) "
                         r"but the data rows have 50 values"),
-    ({"input_shape": [64]}, r"^target.shape: \[64\] does not fit input 'x' .* \['batch', 1, 8, 8\]"),
+    ({"input_shape": [64]}, r"^target.shape: \[64\] does not fit input 'x' .* "
+                            r"\['batch', 1, 8, 8\]"),
     ({"input_shape": [1, 4, 16]}, r"^target.shape: \[1, 4, 16\] does not fit"),
     ({"input_name": "image"}, r"^target.input: the model has no input 'image'; its inputs: 'x'"),
-    ({"output_name": "probs"}, r"^target.output: the model has no output 'probs'; its outputs: 'logits'"),
+    ({"output_name": "probs"}, r"^target.output: the model has no output 'probs'; "
+                               r"its outputs: 'logits'"),
     ({"path": "missing.onnx"}, r"^target.path: file not found: .*missing.onnx"),
 ])
 def test_bad_onnx_arguments(kwargs, match):
@@ -144,25 +147,31 @@ def test_bad_onnx_arguments(kwargs, match):
 
 def test_names_are_needed_only_when_the_model_has_several(tmp_path):
     path = save_model(tmp_path / "two.onnx",
-                      [helper.make_node("Relu", ["a"], ["ra"]), helper.make_node("Neg", ["b"], ["nb"]),
+                      [helper.make_node("Relu", ["a"], ["ra"]),
+                       helper.make_node("Neg", ["b"], ["nb"]),
                        helper.make_node("Add", ["ra", "nb"], ["sum"]),
                        helper.make_node("ReduceSum", ["sum"], ["total"], keepdims=1, axes=[1])],
                       [("a", np.float32, ["n", 3]), ("b", np.float32, ["n", 3])],
                       [("sum", np.float32, ["n", 3]), ("total", np.float32, ["n", 1])], opset=12)
-    with pytest.raises(JobError, match=r"^target.input: required: the model has 2 inputs \('a', 'b'\)"):
+    with pytest.raises(JobError,
+                       match=r"^target.input: required: the model has 2 inputs \('a', 'b'\)"):
         make_target("onnx", input_dim=3, path=path)
-    with pytest.raises(JobError, match=r"^target.output: required: .* 2 outputs \('sum', 'total'\)"):
+    with pytest.raises(JobError,
+                       match=r"^target.output: required: .* 2 outputs \('sum', 'total'\)"):
         make_target("onnx", input_dim=3, path=path, input_name="a")
     with pytest.raises(JobError, match=r"^target.path: .* fails on an input of shape \[2, 3\]"):
         make_target("onnx", input_dim=3, path=path, input_name="a", output_name="sum")
 
 
 def test_classifier_is_auto_or_set(tmp_path):
-    path = save_model(tmp_path / "all.onnx", [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1)],
+    path = save_model(tmp_path / "all.onnx",
+                      [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1)],
                       [("x", np.float64, ["n", 5])], [("s", np.float64, ["n", 1])], opset=12)
-    with pytest.raises(JobError, match=r"^target.output: .* output 's' has shape \(1, 1\) for a batch of 2"):
+    with pytest.raises(JobError, match=r"^target.output: .* output 's' has shape \(1, 1\) "
+                                       r"for a batch of 2"):
         make_target("onnx", input_dim=5, path=path)         # it sums over the batch too
-    path = save_model(tmp_path / "sum.onnx", [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1, axes=[1])],
+    path = save_model(tmp_path / "sum.onnx",
+                      [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1, axes=[1])],
                       [("x", np.float64, ["n", 5])], [("s", np.float64, ["n", 1])], opset=12)
     g = make_target("onnx", input_dim=5, path=path)
     assert (g.output_dim, g.classifier) == (1, False)        # m = 1: a regression
@@ -205,12 +214,14 @@ count = 3
 
 def test_errors_come_before_the_run(tmp_path):
     def build(extra, data=""):
-        text = JOB.replace("[target]\n", f"[target]\n{extra}\n").replace("[data]\n", f"[data]\n{data}\n")
+        text = JOB.replace("[target]\n", f"[target]\n{extra}\n").replace(
+            "[data]\n", f"[data]\n{data}\n")
         return PointSetup.build(parse_job(text, base_dir=tmp_path).config, base_dir=tmp_path)
 
     with pytest.raises(JobError, match=r"^target.path: file not found: .*nope.onnx"):
         build('path = "nope.onnx"')
-    with pytest.raises(JobError, match=r"^target.path: .* takes inputs of shape \[1, 8, 8\] .* 50 values"):
+    with pytest.raises(JobError,
+                       match=r"^target.path: .* takes inputs of shape \[1, 8, 8\] .* 50 values"):
         build("", data='source = "sphere"\ndim = 50')
     with pytest.raises(JobError, match=r"^target.shape: \[8, 8\] does not fit"):
         build("shape = [8, 8]")
@@ -224,7 +235,8 @@ def test_image_files_keep_their_shape_for_the_model(tmp_path, digits):
     g = make_target("onnx", input_dim=64)
     images = digits.X.reshape(-1, 1, 8, 8).astype(np.float32)
     np.save(tmp_path / "images.npy", images)
-    np.savez(tmp_path / "nhwc.npz", X=np.ascontiguousarray(images.transpose(0, 2, 3, 1)).repeat(2, -1))
+    np.savez(tmp_path / "nhwc.npz",
+             X=np.ascontiguousarray(images.transpose(0, 2, 3, 1)).repeat(2, -1))
     text = JOB.replace("[data]\n", '[data]\nsource = "file"\npath = "images.npy"\n')
     setup = PointSetup.build(parse_job(text, base_dir=tmp_path).config, base_dir=tmp_path)
     assert setup.dataset.shape == (1, 8, 8) and setup.dataset.dim == 64
@@ -233,14 +245,15 @@ def test_image_files_keep_their_shape_for_the_model(tmp_path, digits):
     np.testing.assert_array_equal(Y, g(X))
     # rows stored channels-last (8, 8, 2) are refused for a model that takes (1, 8, 8)... by size
     bad = text.replace('"images.npy"', '"nhwc.npz"')
-    with pytest.raises(JobError, match=r"^target.path: .* takes inputs of shape \[1, 8, 8\] .* 128"):
+    with pytest.raises(JobError,
+                       match=r"^target.path: .* takes inputs of shape \[1, 8, 8\] .* 128"):
         PointSetup.build(parse_job(bad, base_dir=tmp_path).config, base_dir=tmp_path)
 
 
 def test_a_layout_mismatch_is_refused(tmp_path):
     # a model taking (2, 4, 4) images fed rows stored as (4, 4, 2): same size, other layout
-    path = save_model(tmp_path / "chw.onnx", [helper.make_node("Flatten", ["x"], ["y"])],
-                      [("x", np.float32, ["n", 2, 4, 4])], [("y", np.float32, ["n", 32])])
+    save_model(tmp_path / "chw.onnx", [helper.make_node("Flatten", ["x"], ["y"])],
+               [("x", np.float32, ["n", 2, 4, 4])], [("y", np.float32, ["n", 32])])
     np.save(tmp_path / "hwc.npy", np.random.default_rng(0).random((30, 4, 4, 2)))
     np.save(tmp_path / "chw.npy", np.random.default_rng(0).random((30, 2, 4, 4)))
     text = JOB.replace("[target]\n", '[target]\npath = "chw.onnx"\n').replace(
@@ -259,7 +272,8 @@ def test_target_for_reads_the_target_keys(tmp_path):
     text = JOB.replace("[target]\n", '[target]\npath = "img.onnx"\ninput = "x"\noutput = "y"\n'
                                      "shape = [1, 8, 8]\nclassifier = false\n")
     g = target_for(parse_job(text).config, 64, base_dir=tmp_path)
-    assert (g.input_shape, g.classifier, g.input_name, g.output_name) == ((1, 8, 8), False, "x", "y")
+    assert (g.input_shape, g.classifier, g.input_name, g.output_name) == \
+        ((1, 8, 8), False, "x", "y")
 
 
 def test_simulate_a_tiny_job_with_the_shipped_cnn(tmp_path, capsys):
@@ -288,7 +302,8 @@ def test_sessions_are_cached_per_file(tmp_path):
     a = make_target("onnx", input_dim=64, path=path)
     b = make_target("onnx", input_dim=64, path=str(path))
     assert a.session is b.session
-    assert sum(1 for k in onnx_target._SESSIONS if isinstance(k, tuple) and k[0].endswith("c.onnx")) == 1
+    assert sum(1 for k in onnx_target._SESSIONS
+               if isinstance(k, tuple) and k[0].endswith("c.onnx")) == 1
 
 
 def test_the_shipped_cnn_job_builds():
@@ -302,9 +317,11 @@ def test_the_shipped_cnn_job_builds():
 def test_inputs_without_a_batch_axis_or_not_float_are_refused(tmp_path):
     flat = save_model(tmp_path / "flat.onnx", [helper.make_node("Relu", ["x"], ["y"])],
                       [("x", np.float32, [64])], [("y", np.float32, [64])])
-    with pytest.raises(JobError, match=r"^target.path: .* input 'x' has shape \[64\]; expected a batch axis"):
+    with pytest.raises(JobError, match=r"^target.path: .* input 'x' has shape \[64\]; "
+                                       r"expected a batch axis"):
         make_target("onnx", input_dim=64, path=flat)
     ints = save_model(tmp_path / "ints.onnx", [helper.make_node("Neg", ["x"], ["y"])],
                       [("x", TensorProto.INT64, ["n", 4])], [("y", TensorProto.INT64, ["n", 4])])
-    with pytest.raises(JobError, match=r"^target.input: .* input 'x' has type tensor\(int64\); only float"):
+    with pytest.raises(JobError, match=r"^target.input: .* input 'x' has type tensor\(int64\); "
+                                       r"only float"):
         make_target("onnx", input_dim=4, path=ints)

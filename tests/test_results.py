@@ -25,7 +25,8 @@ def make_rows(start, n, workers=3, k=2):
 
 
 def writer(path, **kw):
-    return ResultWriter(path, config_toml=CONFIG, command="gcc_mpi simulate t.toml", mpi="simulate", **kw)
+    return ResultWriter(path, config_toml=CONFIG, command="gcc_mpi simulate t.toml",
+                        mpi="simulate", **kw)
 
 
 def test_round_trip(tmp_path):

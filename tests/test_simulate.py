@@ -55,7 +55,7 @@ def test_simulate_writes_the_output_contract(small_run):
     assert [p.params for p in r.points] == [{"stragglers.count": 0}, {"stragglers.count": 2}]
     for point in r.points:
         assert list(point.schemes) == ["uncoded", "replication", "lcc", "bacc", "letcc", "gcc"]
-        for name, d in point.schemes.items():
+        for _, d in point.schemes.items():
             assert d["nmse"].shape == (6,) and d["used"].shape == (6, 12)
             assert np.array_equal(d["trial"], np.arange(6))
             assert np.all(np.isnan(d["arrival"]) == ~d["used"])
@@ -91,7 +91,8 @@ def test_runs_are_reproducible_and_trials_stand_alone(small_run, tmp_path):
     for a, b in zip(small_run.points, again.points):
         for name in a.schemes:
             # equal up to rounding: BLAS may sum in another order (exact schemes sit at 1e-24)
-            assert np.allclose(a.schemes[name]["nmse"], b.schemes[name]["nmse"], rtol=1e-9, atol=1e-20)
+            assert np.allclose(a.schemes[name]["nmse"], b.schemes[name]["nmse"], rtol=1e-9,
+                               atol=1e-20)
             assert np.array_equal(a.schemes[name]["used"], b.schemes[name]["used"])
 
 
@@ -155,7 +156,8 @@ def test_a_scheme_that_cannot_decode_records_a_failed_trial(tmp_path):
 BAD = [
     ("[job]\ntrails = 5\n", "job.trails: unknown key; did you mean 'job.trials'?"),
     ("[code]\nworkers = \"many\"\n", "code.workers"),
-    ("[data]\nbatch = 2000\n[code]\nworkers = 2000\n", "data.batch: 2000 inputs per batch but the digits data have only 1797 rows"),
+    ("[data]\nbatch = 2000\n[code]\nworkers = 2000\n",
+     "data.batch: 2000 inputs per batch but the digits data have only 1797 rows"),
     ("[data]\nbatch = 10\n[code]\nworkers = 8\n", "code.workers"),
     ("[stragglers]\ncount = -1\n", "stragglers.count"),
     ("[data]\nsource = \"file\"\npath = \"missing.npy\"\n", "data.path"),

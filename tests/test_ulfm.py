@@ -2,10 +2,11 @@
 and the Waitsome gather with its control receive.
 
 The ULFM tests need Open MPI (`mpiexec --with-ft ulfm`): marked ``ulfm``, the MPICH environment
-deselects them (tests/conftest.py) and .ci/run's Open MPI stage runs them (MPICH's own fault path, hydra's
--disable-auto-cleanup, is tested in test_faults.py). The signal and Waitsome tests run under
-either MPI. Deaths are provoked inside f (tests/test_faults.py's SLOW_F: at a given call of f) or
-from outside once the results file shows the run under way; nothing waits a fixed time.
+deselects them (tests/conftest.py) and .ci/run's Open MPI stage runs them (MPICH's own fault
+path, hydra's -disable-auto-cleanup, is tested in test_faults.py). The signal and Waitsome tests
+run under either MPI. Deaths are provoked inside f (tests/test_faults.py's SLOW_F: at a given
+call of f) or from outside once the results file shows the run under way; nothing waits a fixed
+time.
 """
 
 import json

@@ -13,7 +13,8 @@ from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
 from gcc_mpi.codes.windowed import WindowedSmoother
 
-KERNELS = {"spline": (spline_semikernel, 2), "matern52 l=0.05": (partial(matern52, lengthscale=0.05), 0)}
+KERNELS = {"spline": (spline_semikernel, 2),
+           "matern52 l=0.05": (partial(matern52, lengthscale=0.05), 0)}
 
 
 def received_points(n=600, N=700, seed=0):
@@ -33,7 +34,8 @@ def test_loo_choice_and_fit_equal_the_global_smoother(name):
     Y = smooth_data(t)
     exact, windowed = KernelSmoother(t, z, kernel, q), WindowedSmoother(t, z, kernel, q)
     lam = exact.loo(Y)
-    assert windowed.loo(Y) == pytest.approx(lam, rel=0.05)  # its lambda grid is anchored by an estimate
+    # its lambda grid is anchored by an estimate
+    assert windowed.loo(Y) == pytest.approx(lam, rel=0.05)
     U, V = exact.apply(Y, lam), windowed.apply(Y, lam)
     assert windowed._global is None and windowed.last_fit.startswith("windows of")
     assert np.max(np.abs(U - V)) < 1e-6 * np.max(np.abs(U))
@@ -44,14 +46,16 @@ def test_loo_choice_and_fit_equal_the_global_smoother(name):
 def test_gcv_choice_equals_the_global_smoother():
     t, z = received_points(), chebyshev_alpha(40)
     Y = smooth_data(t)
-    exact, windowed = KernelSmoother(t, z, spline_semikernel, 2), WindowedSmoother(t, z, spline_semikernel, 2)
+    exact, windowed = (KernelSmoother(t, z, spline_semikernel, 2),
+                       WindowedSmoother(t, z, spline_semikernel, 2))
     assert windowed.gcv(Y) == pytest.approx(exact.gcv(Y), rel=0.05)
 
 
 def test_a_lambda_that_is_not_local_uses_the_global_smoother():
     t, z = received_points(), chebyshev_alpha(40)
     Y = smooth_data(t)
-    exact, windowed = KernelSmoother(t, z, spline_semikernel, 2), WindowedSmoother(t, z, spline_semikernel, 2)
+    exact, windowed = (KernelSmoother(t, z, spline_semikernel, 2),
+                       WindowedSmoother(t, z, spline_semikernel, 2))
     lam = 1e-2 * exact.scale  # heavy smoothing: every point's fit depends on far points
     assert np.allclose(windowed.apply(Y, lam), exact.apply(Y, lam), rtol=1e-9, atol=1e-12)
     assert windowed.last_fit == "global"
@@ -70,7 +74,8 @@ def test_windows_pad_crowded_points_until_local():
 def test_noisy_data_whose_best_lambda_is_not_local_falls_back():
     t, z = received_points(), chebyshev_alpha(40)
     Y = 0.0 * smooth_data(t) + np.random.default_rng(1).normal(size=(len(t), 3))  # pure noise
-    exact, windowed = KernelSmoother(t, z, spline_semikernel, 2), WindowedSmoother(t, z, spline_semikernel, 2)
+    exact, windowed = (KernelSmoother(t, z, spline_semikernel, 2),
+                       WindowedSmoother(t, z, spline_semikernel, 2))
     lam = windowed.loo(Y)
     assert lam == exact.loo(Y)
     assert np.allclose(windowed.apply(Y, lam), exact.apply(Y, lam))

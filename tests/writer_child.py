@@ -5,11 +5,12 @@
 Appends trials 0..TRIALS-1 of two schemes at each of POINTS points to OUT.h5 (``--resume``
 semantics: a file left by an earlier kill is continued), blocks of random size, committing every
 COMMIT_SECONDS; prints "committed T" after each commit that made the disk hold trial T - 1 of the
-current point, and "done" at the end. ``--pause-in-commit``: the first commit with pages to write in place writes
-one of them, prints "in commit" and sleeps, so that a kill lands inside the window a journal
-protects. ``--slow-in-place``: every commit with pages to write in place writes half of them,
-prints "in place" and sleeps IN_PLACE_SECONDS before the rest, so that a kill at a random moment
-of that sleep tears a commit. ``rows(t0, n)`` is what trial t holds; the test checks the files against it.
+current point, and "done" at the end. ``--pause-in-commit``: the first commit with pages to write
+in place writes one of them, prints "in commit" and sleeps, so that a kill lands inside the
+window a journal protects. ``--slow-in-place``: every commit with pages to write in place writes
+half of them, prints "in place" and sleeps IN_PLACE_SECONDS before the rest, so that a kill at a
+random moment of that sleep tears a commit. ``rows(t0, n)`` is what trial t holds; the test
+checks the files against it.
 """
 
 import sys

@@ -1,10 +1,11 @@
 """The coding schemes (no MPI here). ``make_code(name, N, K, **options)`` builds one.
 
-A scheme is a built-in name (``gcc_mpi.schemes``, its class in ``CLASSES``) or a plug-in: ``"file.py:Class"`` (a file beside the
-job file), ``"package.module:Class"``, or the name of an entry point of the group
-``gcc_mpi.schemes`` that an installed package declares. A plug-in's class implements the
-``LinearCode`` interface (docs/own-scheme.md); it is imported and checked (``check_code``)
-when the scheme is built, on rank 0 only: the workers compute f and never need it.
+A scheme is a built-in name (``gcc_mpi.schemes``, its class in ``CLASSES``) or a plug-in:
+``"file.py:Class"`` (a file beside the job file), ``"package.module:Class"``, or the name of an
+entry point of the group ``gcc_mpi.schemes`` that an installed package declares. A plug-in's
+class implements the ``LinearCode`` interface (docs/own-scheme.md); it is imported and checked
+(``check_code``) when the scheme is built, on rank 0 only: the workers compute f and never need
+it.
 """
 
 from collections.abc import Mapping

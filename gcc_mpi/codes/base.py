@@ -16,7 +16,8 @@ from ..errors import JobError
 from ..records import FIELDS
 
 class DecodeError(RuntimeError):
-    """Too few (or the wrong) results to decode: the trial is recorded as failed with this reason."""
+    """Too few (or the wrong) results to decode: the trial is recorded as failed with this
+    reason."""
 
 
 class LinearCode:
@@ -51,7 +52,8 @@ class LinearCode:
         The workers that get a coded input (default: all N); the others idle.
     """
 
-    exact = False  # exact schemes decode f(X) exactly once decodable; approximate ones improve with more results
+    # exact schemes decode f(X) exactly once decodable; approximate ones improve with more results
+    exact = False
     trial_alpha = False  # True: encode chooses each trial's alpha and reports it as info["alpha"]
     # True: decode also takes ``inputs`` = (X, coded inputs of the active workers) of the trial
     uses_inputs = False

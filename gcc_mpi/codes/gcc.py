@@ -14,16 +14,16 @@ ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/
 doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
 evaluates f on pilot trials was tried and not kept: its choices were within its own noise.
 
-The decoder ("decoder" = "auto", the default) also fits in the input space (chords.py): a kernel of the distances
-between the received coded inputs and the batch, which the master knows, instead of the
-distances along z. Below DENSE results per input that is the decoder (it won on every workload
-measured, by up to 34 dB: docs/science.md, "The decoder in the input space"); from DENSE on,
-where the results lie close along the curve and z can win (polynomials at N = 160: 12 dB), both
-spaces begin their walks and the better by leave-one-out walks on and answers. "beta" is the
+The decoder ("decoder" = "auto", the default) also fits in the input space (chords.py): a kernel
+of the distances between the received coded inputs and the batch, which the master knows, instead
+of the distances along z. Below DENSE results per input that is the decoder (it won on every
+workload measured, by up to 34 dB: docs/science.md, "The decoder in the input space"); from DENSE
+on, where the results lie close along the curve and z can win (polynomials at N = 160: 12 dB),
+both spaces begin their walks and the better by leave-one-out walks on and answers. "beta" is the
 papers' decoder, the regression along z (the curve parameter beta) alone; "input" the input
 space at every redundancy. The input space needs the "auto" lengthscale (it has lengthscales of
-its own): a fixed lengthscale, a lengthscale-free kernel or a batch of one input decodes along z whatever
-"decoder" says.
+its own): a fixed lengthscale, a lengthscale-free kernel or a batch of one input decodes along z
+whatever "decoder" says.
 """
 
 import numpy as np

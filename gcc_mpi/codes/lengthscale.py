@@ -143,7 +143,8 @@ class LengthscaleSmoother:
         self._rows = {}  # (candidate, min_dof) -> its lambdas
 
     def decompose(self, indices):
-        """Eigendecompositions K_l = W_l diag(s_l) W_l^T of the candidates ``indices`` not made yet."""
+        """Eigendecompositions K_l = W_l diag(s_l) W_l^T of the candidates ``indices`` not made
+        yet."""
         todo = [i for i in indices if self.s[i] is None]
         if not todo:
             return

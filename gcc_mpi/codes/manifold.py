@@ -71,12 +71,14 @@ def two_opt(D, order):
     upper = np.triu(np.ones((n + 1, n + 1), bool), 2)  # j >= i + 2
     for _ in range(10 * n):  # each step shortens the path; the bound only guards rounding
         a, b = path[:-1], path[1:]  # edge i runs from a[i] to b[i]
-        gain = Dp[a, b][:, None] + Dp[a, b][None, :] - Dp[a[:, None], a[None, :]] - Dp[b[:, None], b[None, :]]
+        gain = (Dp[a, b][:, None] + Dp[a, b][None, :]
+                - Dp[a[:, None], a[None, :]] - Dp[b[:, None], b[None, :]])
         gain[~upper] = 0.0
         i, j = np.unravel_index(np.argmax(gain), gain.shape)
         if gain[i, j] <= 1e-12 * Dp[a, b].sum():
             break
-        path[i + 1:j + 1] = path[i + 1:j + 1][::-1].copy()  # edges (a_i,b_i),(a_j,b_j) -> (a_i,a_j),(b_i,b_j)
+        # edges (a_i,b_i),(a_j,b_j) -> (a_i,a_j),(b_i,b_j)
+        path[i + 1:j + 1] = path[i + 1:j + 1][::-1].copy()
     return path[1:-1]
 
 

@@ -14,7 +14,8 @@ def chebyshev_alpha(K):
 
 
 def chebyshev_beta(N):
-    """Worker points beta_n = cos(n pi / (N-1)), n = 0..N-1 (Chebyshev extrema; beta = [0] if N = 1)."""
+    """Worker points beta_n = cos(n pi / (N-1)), n = 0..N-1 (Chebyshev extrema; beta = [0] if
+    N = 1)."""
     if N == 1:
         return np.zeros(1)
     n = np.arange(N)

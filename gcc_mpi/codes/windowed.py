@@ -25,7 +25,8 @@ from .smoother import GRID, LAMBDA_FLOOR, KernelSmoother, smallest_near_min
 # Largest hat weight a window's outermost point may have on its core: data beyond the window then
 # move the fit by less than this fraction of their own misfit.
 LOCAL_TOL = 1e-3
-# Points in the subsample that estimates the global smoother's largest eigenvalue (its lambda scale).
+# Points in the subsample that estimates the global smoother's largest eigenvalue (its lambda
+# scale).
 SCALE_SAMPLE = 64
 # Core and first padding: local to LOCAL_TOL at the smallest lambdas for the cubic spline on 90% of
 # 1024 Chebyshev points away from their ends (benchmarks/decode_speed.py); others get more padding.
@@ -103,7 +104,8 @@ class _Windows:
         self.edge_null = np.broadcast_to(null, (B, c, e)).reshape(B, -1)
 
     def locality(self, lams):
-        """Largest |H_ij| of an outermost point j on a core point i, per window and lambda (B, G)."""
+        """Largest |H_ij| of an outermost point j on a core point i, per window and lambda
+        (B, G)."""
         keep = self.s[:, :, None] / (self.s[:, :, None] + lams)  # (B, r, G)
         H = self.edge_terms @ keep
         if self.q:
@@ -260,7 +262,8 @@ class WindowedSmoother:
         return self._fallback().loo(Y) if best is None else best
 
     def gcv(self, Y):
-        """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam sum h)."""
+        """n * RSS / tr(I - H)^2 over the local lambdas (residual = lam c, tr(I - H) = lam
+        sum h)."""
         lams = self._local_candidates()
         best = None
         if len(lams):
@@ -282,7 +285,8 @@ class WindowedSmoother:
             self.last_fit = "global"
             return self._fallback().apply(Y, lam, z)
         pads = sorted({g.pad for g in self.groups})
-        self.last_fit = f"windows of {self.core} + 2 x {pads[0]}" + (f"..{pads[-1]}" if len(pads) > 1 else "")
+        self.last_fit = (f"windows of {self.core} + 2 x {pads[0]}"
+                         + (f"..{pads[-1]}" if len(pads) > 1 else ""))
         Ys = np.asarray(Y, float)[self.order]
         nearest = np.clip(np.searchsorted(self.t, z), 1, self.n - 1)
         nearest -= (z - self.t[nearest - 1]) < (self.t[nearest] - z)

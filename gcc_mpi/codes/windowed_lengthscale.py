@@ -7,12 +7,13 @@ the sample, at the candidate's best lambda among those at which every sample win
 (windowed.py's test: the hat weight of its outermost points on its core is at most LOCAL_TOL).
 The candidates are visited by the walk of lengthscale.search (the sample windows of the ones it
 reaches go through one batched eigendecomposition per step, lambda coarse to fine), so the
-search costs a fraction of the decode. The chosen lengthscale then gets the full windowed smoother, which chooses lambda by leave-one-out
-over all points among the lambdas at which its windows are local (windowed.py falls back to the
-global smoother when the best of those is the largest; here the best local one is taken: it
-measured as accurate, at a tenth of the cost: benchmarks/decode_speed.py). If no window is local
-at all, the exact search over all points (lengthscale.py) decides. Smoothers are built when
-first needed and kept, since received sets may recur.
+search costs a fraction of the decode. The chosen lengthscale then gets the full windowed
+smoother, which chooses lambda by leave-one-out over all points among the lambdas at which its
+windows are local (windowed.py falls back to the global smoother when the best of those is the
+largest; here the best local one is taken: it measured as accurate, at a tenth of the cost:
+benchmarks/decode_speed.py). If no window is local at all, the exact search over all points
+(lengthscale.py) decides. Smoothers are built when first needed and kept, since received sets
+may recur.
 """
 
 from functools import partial
@@ -72,8 +73,8 @@ class WindowedLengthscaleSmoother:
         idx, core, T, eig = self._layout()
         todo = [i for i in indices if i not in eig]
         if todo:
-            Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],
-                             lengthscale=self.lengthscales[todo][:, None, None, None])  # (L, B, w, w)
+            Kw = self.kernel(T[None, :, :, None], T[None, :, None, :],  # (L, B, w, w)
+                             lengthscale=self.lengthscales[todo][:, None, None, None])
             s, W = np.linalg.eigh(Kw)
             # lambdas relative to the global smoother's largest eigenvalue, which grows with the
             # number of points: a window's times n / w (as windowed.py estimates it)

@@ -46,11 +46,12 @@ worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path
           one sender's messages on a tag in order, so once rank 0 has every BYE it has
           received every NOTICE: none is left at MPI_Finalize, where MPICH's rank 0 would fail
           on it and skip the barrier that the other ranks then wait in for ever
-          (docs/reliability.md, "Measured"). So every ``ending.shutdown`` receives every live rank's BYE, whether or
-          not its master listened (under ULFM, where no rank calls MPI_Finalize, none). A
-          probe's worker sends its compute times (tag SETUP, pickled) only after its BYE, and
-          rank 0 receives them after its shutdown: sent before, a long list (too long to go
-          eagerly) would wait for a receive that rank 0 posts only once every BYE came.
+          (docs/reliability.md, "Measured"). So every ``ending.shutdown`` receives every live
+          rank's BYE, whether or not its master listened (under ULFM, where no rank calls
+          MPI_Finalize, none). A probe's worker sends its compute times (tag SETUP, pickled)
+          only after its BYE, and rank 0 receives them after its shutdown: sent before, a long
+          list (too long to go eagerly) would wait for a receive that rank 0 posts only once
+          every BYE came.
 
 ``seq`` numbers the rounds of a run (one round = one scheme of one trial of one point). Up to
 ``decode.pipeline`` rounds are in flight at once, each in its own *slot* (a TASK, REPLY and
