@@ -459,7 +459,10 @@ def test_sigterm_to_mpiexec_then_resume_equals_an_uninterrupted_run(tmp_path):
 @needs_mpiexec
 def test_sigkill_of_rank_0_leaves_a_readable_file_with_every_committed_trial(tmp_path):
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    job = Launch(["run", "slow.toml", "-o", "k.h5", "-q"], tmp_path, ranks=5)
+    # 300 trials: the job must still run when the kill lands (40 could all be done by the
+    # commit that first showed 3 trials, on a loaded machine: a complete file, no kill)
+    job = Launch(["run", "slow.toml", "-o", "k.h5", "-q", "--set", "job.trials=300"], tmp_path,
+                 ranks=5)
     job.wait_for(lambda: trials_in(tmp_path / "k.h5") >= 3, "3 trials in the file")
     before = trials_in(tmp_path / "k.h5")  # the live file is readable while it is written
     rank0 = job.pid(0)

@@ -305,6 +305,23 @@ def test_more_workers_than_ranks_is_a_clear_error_on_every_rank(tmp_path):
     assert "ranks - 1 = 4" in err
 
 
+@needs_mpiexec
+def test_a_job_that_differs_between_ranks_ends_with_one_line(tmp_path):
+    """Every rank loads the job itself; a worker whose job is not rank 0's (here an MPMD launch
+    gives ranks 1 to 3 another file: on a cluster, a job file that differs between nodes)
+    ends the job at start-up with one line per such rank, naming it, and exit code 2."""
+    import sys
+
+    (tmp_path / "a.toml").write_text(SMALL)
+    (tmp_path / "b.toml").write_text(SMALL.replace("trials = ", "trials = 1"))
+    other = [":", "-n", "3", sys.executable, "-m", "gcc_mpi", "run", "b.toml", "-o", "o.h5"]
+    code, out, err = launch(["run", "a.toml", "-o", "o.h5", *other], tmp_path, 1)
+    said = [line for line in err.splitlines() if "is not rank 0's" in line]
+    assert code == 2 and said and "Traceback" not in err, err
+    assert all(re.match(r"gcc_mpi: rank [123] of 4 on \S+: error: job file: the job on ", line)
+               for line in said), said
+
+
 def test_a_single_process_says_how_to_launch_and_simulates(tmp_path):
     (tmp_path / "small.toml").write_text(SMALL)
     code, out, err = launch(["run", "small.toml", "-o", "one.h5", "-q"], tmp_path)

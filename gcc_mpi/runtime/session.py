@@ -58,7 +58,8 @@ def run(plan):
     """This rank's part of the MPI run or probe of ``plan``; its exit code. MPI turns out to be
     a single process while the launcher said several ranks (srun without PMI: lone copies):
     exit code 2, with one line from task 0."""
-    mpi.before_start()
+    if (launcher.launcher_size() or 0) > 1:  # not lone copies (srun without PMI)
+        mpi.before_start()
     with InterruptFlag() as interrupts:
         MPI = mpi.start()
         # after MPI_Init: replaces MPICH's own SIGUSR1 handler, which reacts to a dead peer

@@ -36,6 +36,7 @@ that ended the job carries the job's code (``mpi.abort`` says why not 1).
 
 import os
 import signal
+import sys
 import time
 from collections import deque
 from math import isfinite
@@ -43,10 +44,11 @@ from math import isfinite
 import numpy as np
 
 from ..erasures import NONE, call, check, raised
+from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .mpi import (IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, ended_elsewhere,
-                  exit_without_finalize, improbe, resolve_wait)
+from .mpi import (IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, abort, ended_elsewhere,
+                  exit_without_finalize, improbe, resolve_wait, where)
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
@@ -77,10 +79,12 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
         return 2  # rank 0 reported the bad input
     _, digest, shapes, master_host, master_pid = message
     host = MPI.Get_processor_name()
-    if digest != P.digest(plan.job):
-        raise RuntimeError(f"the job here on {host} is not rank 0's on {master_host}: its file "
-                           "or its --set options differ (is the job file the same on every "
-                           "node?)")
+    if digest != P.digest(plan.job):  # bad input: one line naming this rank, exit code 2
+        mismatch = JobError("job file", f"the job on {host} is not rank 0's on {master_host}: "
+                                        "its file or its --set options differ (is the job file "
+                                        "the same on every node?)")
+        print(f"gcc_mpi: {where(comm)}: error: {mismatch}", file=sys.stderr, flush=True)
+        abort(comm, 2)
     # HELLO (pid, host) at once, READY once f is built: rank 0 can tell which rank died while
     # the others build f (protocol)
     Waiter(MPI, "polite", check=notices.check).all(
