@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from . import protocol as P
+from .deaths import WorkerLost
 
 DEFAULT_ROUNDS = 300
 REPORT_GRACE = 10.0  # seconds for the workers' compute times after EXIT
@@ -120,7 +121,12 @@ class ProbeWork:
         pass
 
     def interrupted(self, e):
+        """A stop is said once the file holds the rounds done (``finished``); a lost worker
+        ends the probe at once, without a file."""
         self.progress.close()
+        if isinstance(e, WorkerLost):
+            print(f"gcc_mpi: {e} after {self.done} of {self.plan.probe_rounds} rounds; no probe "
+                  "file is written", file=sys.stderr, flush=True)
 
     def finished(self, master, code, interrupted):
         """After the workers' EXITs: their compute times, the probe file, the table."""
