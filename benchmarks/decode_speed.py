@@ -148,11 +148,19 @@ def load_checkout(path):
     return module
 
 
+def setup_module():
+    """The other checkout's module of PointSetup (setup.py; trial.py before the house issue)."""
+    try:
+        return importlib.import_module("gcc_mpi_against.setup")
+    except ModuleNotFoundError:
+        return importlib.import_module("gcc_mpi_against.trial")
+
+
 def against(args):
     """Every row decoded by this checkout and by DIR's, call by call in turn."""
     load_checkout(args.against)
     other_config = importlib.import_module("gcc_mpi_against.config")
-    other_trial = importlib.import_module("gcc_mpi_against.trial")
+    other_trial = setup_module()
     print(f"N = {N}, K = {K}, m = 10 (digits MLP), {RECEIVED} results; this checkout against "
           f"{args.against}, {args.calls} decodes each, in turn; p50 wall and mean CPU per decode, "
           f"ms; load average {os.getloadavg()[0]:.1f}")
@@ -197,7 +205,7 @@ def scaling(args):
         load_checkout(args.against)
         codes["against"] = None
         other_config = importlib.import_module("gcc_mpi_against.config")
-        other_trial = importlib.import_module("gcc_mpi_against.trial")
+        other_trial = setup_module()
     print(f"K = {K}, m = 10 (digits MLP), 88% of N results; mean CPU ms per decode over "
           f"{args.calls} decodes and nmse; load average {os.getloadavg()[0]:.1f}")
     for name in SCALING:

@@ -113,15 +113,15 @@ def floor_loop(args):
 PARTS = [("waiting for results (Waiter.some)", "Waiter.some (mpi.py)"),
          ("  of which sleeping", "Backoff.sleep (mpi.py)"),
          ("decode and score", "decode_and_score (trial.py)"),
-         ("draw inputs and delays", "PointSetup.draw (trial.py)"),
+         ("draw inputs and delays", "PointSetup.draw (setup.py)"),
          ("  of which seeding", "TrialRngs.__call__ (seeds.py)"),
-         ("reference f(X)", "PointSetup.reference (trial.py)"),
+         ("reference f(X)", "PointSetup.reference (setup.py)"),
          ("encode and scatter (Master.start)", "Master.start (master.py)"),
          ("  of which encode", "encode_record (trial.py)"),
-         ("records and commits (collect)", "Master._run_point.<locals>.collect (master.py)"),
+         ("records and commits (collect)", "Book.collect (trials.py)"),
          ("  of which commits", "ResultWriter.commit (results.py)"),
-         ("each reply (Master._take)", "Master._take (master.py)"),
-         ("STOPs and retiring a round", "Master._retire (master.py)")]
+         ("each reply (Master.take)", "Master.take (master.py)"),
+         ("STOPs and retiring a round", "Master.retire (master.py)")]
 
 
 def profile(args, seconds):

@@ -1,5 +1,5 @@
 """``python -m gcc_mpi plan``: recommend the scheme, N and S (or the deadline) for a job from
-simulations on a measured trace (a probe of the cluster, see gcc_mpi.probe).
+simulations on a measured trace (a probe of the cluster, see gcc_mpi.traces).
 
 Every candidate is the job with stragglers.model = "trace" on that file, simulated by the
 simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:

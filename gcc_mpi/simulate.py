@@ -68,7 +68,7 @@ def master_scale(trace):
 
 @functools.cache
 def own_reference():
-    """This process's median time for gcc_mpi.probe.reference_work, timed once."""
+    """This process's median time for gcc_mpi.traces.reference_work, timed once."""
     from .traces import reference_work
 
     return float(np.median([reference_work() for _ in range(21)]))
