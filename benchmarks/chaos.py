@@ -31,10 +31,11 @@ Each run draws from its own seed:
 trials are in the file), the rest drawn as above.
 
 Outcomes: *completed* (exit 0 — or 3, the code of the worker that called exit(3), which both
-launchers return —, a complete file, bacc and gcc never failed); *ended with one
-line* (a non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a
-``gcc_mpi:`` line about it, the file readable); *hung* (killed by the outer timeout: the
-failure this benchmark is for); anything else is *wrong*. Every file left incomplete is resumed
+launchers return —, a complete file, bacc and gcc never failed); *ended with one line* (a
+non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a ``gcc_mpi:``
+line about it, which must name the victim if it says which rank died, the file readable);
+*hung* (killed by the outer timeout: the failure this benchmark is for); anything else is
+*wrong*. Every file left incomplete is resumed
 (`--resume`, no fault) and compared with an uninterrupted run of the same job: a trial whose
 received set is the same in both must be equal in every dataset but the timings; a trial whose
 sets differ raced (under load a worker that is no straggler may answer later than the
@@ -330,6 +331,19 @@ def _setup(results, path):
     return PointSetup.build(job.points[0].config, job.base_dir)
 
 
+def named_dead(lines):
+    """The ranks gcc_mpi's ``lines`` say died (or ended first): "rank R (worker ...) died",
+    "ranks A, B ended at the same moment", "...; ranks A, B died"."""
+    found = set()
+    for x in lines:
+        if not x.startswith("gcc_mpi:"):
+            continue
+        for m in re.finditer(r"\brank (\d+) \(worker [^)]*\) died|\branks ([\d, ]+?) "
+                             r"(?:ended at the same moment|died)", x):
+            found |= {int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))}
+    return found
+
+
 def failed_trials(path):
     import h5py
 
@@ -384,6 +398,7 @@ def one_run(i, fault, args, base, folder, reference):
     row = dict(run=i, **fault, code=code, left=len(left),
                after=None if t_fault is None else t_end - t_fault)
     complete = out.exists() and _complete(out)
+    row["readable"] = out.exists() and _readable(out)
     row["failed"] = failed_trials(out) if complete else {}
     # ours, or the launcher's when it ended the job (it names the host and pid)
     lines = [x for x in err.splitlines() if (x.startswith("gcc_mpi:") and "ranks by host" not in x
@@ -400,6 +415,9 @@ def one_run(i, fault, args, base, folder, reference):
         row["outcome"] = "one line"
     else:
         row["outcome"] = "wrong"
+    row["named"] = named_dead(lines) if fault["kind"] in ("kill", "exit") else set()
+    if row["outcome"] == "one line" and row["named"] and fault["victim"] not in row["named"]:
+        row["outcome"] = "wrong"  # its line names another rank than the one that died
     if left:
         row["outcome"] = "wrong"  # a process outlived the run
     row["resumed"], row["raced"], row["differs"] = None, 0, ""
@@ -498,6 +516,9 @@ def main():
               flush=True)
         if args.v and row["said"]:
             print(f"         {row['said']}", flush=True)
+        if row["named"] and row["victim"] not in row["named"]:
+            print(f"         the line names rank(s) {sorted(row['named'])} dead, not the victim "
+                  f"{row['victim']}", flush=True)
         if args.v and row["differs"]:
             print(f"         resumed file differs: {row['differs'][:300]}", flush=True)
         if args.keep:
@@ -531,6 +552,12 @@ def report(rows):
     slow = [r["after"] for r in rows if r["outcome"] == "one line" and r["after"] is not None]
     if slow:
         print(f"ended with one line: {max(slow):.1f} s at most from the fault to the end")
+    ended = [r for r in rows if r["outcome"] != "completed" and r["code"] is not None
+             and r["after"] is not None]
+    if ended:
+        print(f"not completed: {len(ended)} runs, each ended within "
+              f"{max(r['after'] for r in ended):.1f} s of its fault, "
+              f"{sum(r['readable'] for r in ended)} of their files readable")
     resumed = [r for r in rows if r["resumed"] is not None]
     if resumed:
         raced = [r for r in resumed if r["raced"]]
