@@ -14,8 +14,9 @@ each, rank 0 on the first; ``--hosts 1``: all on this host.
 The job: a python f (tanh of a fixed 16 x 4 linear map, written into the run folder with its
 fault hooks), K = 8, N = ranks - 1, schemes uncoded (needs 8 given workers), bacc and gcc
 (approximate: they must never fail a trial while N - S results come), 2 fixed stragglers 0.25 s
-late (a STOP cuts that short, so which results are used is fixed by the seeds and a resumed
-file can equal an uninterrupted one bit for bit). Each run draws from its own seed:
+late (a STOP cuts that short, so which results are used is fixed by the seeds, unless the
+machine's jitter reaches 0.25 s, and a resumed file can equal an uninterrupted one bit for bit).
+Each run draws from its own seed:
 
 - the fault: ``kill`` (SIGKILL), ``exit`` (the worker's f calls os._exit(3)), ``stop`` (SIGSTOP,
   SIGCONT 1-8 s later), ``stop-for-good`` (SIGSTOP, never continued), ``term`` (SIGTERM to rank
@@ -30,13 +31,18 @@ file can equal an uninterrupted one bit for bit). Each run draws from its own se
 trials are in the file), the rest drawn as above.
 
 Outcomes: *completed* (exit 0 — or 3, the code of the worker that called exit(3), which both
-launchers return —, a complete file, bacc and gcc never failed); *ended with one
-line* (a non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a
-``gcc_mpi:`` line about it, the file readable); *hung* (killed by the outer timeout: the
-failure this benchmark is for); anything else is *wrong*. Every file left incomplete is resumed
-(`--resume`, no fault) and compared with an uninterrupted run of the same job (every dataset
-but the timings). Printed: one line per run, then the table the issue asks for and its tallies
-per fault kind.
+launchers return —, a complete file, bacc and gcc never failed); *ended with one line* (a
+non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a ``gcc_mpi:``
+line about it, which must name the victim if it says which rank died, the file readable);
+*hung* (killed by the outer timeout: the failure this benchmark is for); anything else is
+*wrong*. Every file left incomplete is resumed
+(`--resume`, no fault) and compared with an uninterrupted run of the same job: a trial whose
+received set is the same in both must be equal in every dataset but the timings; a trial whose
+sets differ raced (under load a worker that is no straggler may answer later than the
+stragglers' 0.25 s in one run) and is equal only if each file's record is its decode replayed in
+this process from its own received set (``gcc_mpi.simulate.replay``). Printed: one line per run
+(with its raced trials), then the table the issue asks for, its tallies per fault kind, and the
+raced trials in all.
 """
 
 import argparse
@@ -57,6 +63,7 @@ import numpy as np
 from launch import mpiexec
 
 from gcc_mpi.runtime.warden import process_gone
+from gcc_mpi.simulate import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS_SSH = ROOT / ".ci" / "hosts-ssh"
@@ -67,6 +74,10 @@ SCHEMES = ("uncoded", "bacc", "gcc")
 APPROXIMATE = ("bacc", "gcc")
 ENDS_WITHIN = 10.0  # seconds from a fault to the end of a run that cannot go on
 TIMING = {"t_encode", "t_scatter", "t_wait", "t_decode", "latency", "arrival", "t_start", "t_end"}
+# a raced trial's record against its replay (same_results). The replay computes f row by row as
+# the workers do and decodes in the order they arrived: bit for bit the record on this machine
+# (every field of all 100 trials of a run, measured); a result of another trial is far off.
+REPLAY_RTOL = 1e-12
 
 F = '''
 import os
@@ -164,6 +175,13 @@ def ranks_of(err):
 
 
 def trials_in(path):
+    """Trials in the file's last commit, read with plain h5py and no lock: the trigger of a
+    fault. Not through gcc_mpi.results' reader: it holds a reader's lock while it reads (about
+    10 ms a poll here), and a commit that finds a reader writes its pages into the journal only
+    (gcc_mpi.journal), so polling every 20 ms left a journal beside the file at 96 of 364 polls
+    of a 60-trial run, against 0 of 683 polls this way: the faults would land on another writer
+    than a user's job has. Plain h5py opens the last commit (a poll that meets a commit's
+    sub-millisecond in-place write may read a mix: then it counts 0 or a commit's count)."""
     import h5py
 
     try:
@@ -248,22 +266,82 @@ def sets(fault, trials):
 
 
 def same_results(a, b):
-    """Every dataset but the timings equal (a resumed file and an uninterrupted one)."""
-    import h5py
+    """(equal, raced trials, the first difference or "") of a resumed file ``a`` and an
+    uninterrupted ``b``, each in its job's folder (its f beside it). A trial whose received
+    sets (``used``) agree in both must be equal in every dataset but the timings. A trial whose
+    sets differ is a race of arrivals (under load a worker that is no straggler can answer
+    later than the stragglers' 0.25 s in one of the runs): it is equal only if each file's
+    record is the decode replayed in this process from its own used set (gcc_mpi.simulate.replay:
+    every field the encode and the decode set, to REPLAY_RTOL), and the rest (delays, erasures)
+    is equal in both."""
+    from gcc_mpi.results import read_results
 
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        if not (fa.attrs["complete"] and fb.attrs["complete"]):
-            return False
-        for scheme in fb["point_000"]:
-            ga, gb = fa["point_000"][scheme], fb["point_000"][scheme]
-            for key in set(gb) - TIMING:
-                x, y = ga[key][()], gb[key][()]
-                if x.dtype.kind == "f":
-                    if not np.array_equal(x, y, equal_nan=True):
-                        return False
-                elif not np.array_equal(x, y):
-                    return False
-    return True
+    files = [read_results(a, whole=True), read_results(b, whole=True)]
+    if not all(f.complete for f in files):
+        return False, 0, "not complete"
+    schemes = [f.points[0].schemes for f in files]
+    if list(schemes[0]) != list(schemes[1]):
+        return False, 0, f"schemes {list(schemes[0])} and {list(schemes[1])}"
+    setups = [None, None]
+    raced, diffs = 0, []
+    for scheme in schemes[1]:
+        x, y = schemes[0][scheme], schemes[1][scheme]
+        if set(x) != set(y) or not np.array_equal(x["trial"], y["trial"]):
+            diffs.append(f"{scheme}: other datasets or trials")
+            continue
+        keys = sorted(set(y) - TIMING)
+        for t in range(len(y["trial"])):
+            if np.array_equal(x["used"][t], y["used"][t]):
+                diffs += [f"{scheme} trial {t}: {k}" for k in keys if not _same(x[k][t], y[k][t])]
+                continue
+            raced += 1
+            for i, (f, path, rec) in enumerate(zip(files, (a, b), (x, y))):
+                if setups[i] is None:
+                    setups[i] = _setup(f, path)
+                again = replay(setups[i], 0, int(rec["trial"][t]), scheme, rec["used"][t],
+                               rec["arrival"][t])
+                diffs += [f"{scheme} trial {t} ({'resumed' if i == 0 else 'uninterrupted'}, "
+                          f"raced): {k} {rec[k][t]} replayed {again[k]}"
+                          for k in keys if k in again and not _same(rec[k][t], again[k],
+                                                                    REPLAY_RTOL)]
+            diffs += [f"{scheme} trial {t} (raced): {k}" for k in keys
+                      if k not in again and not _same(x[k][t], y[k][t])]
+    return not diffs, raced, diffs[0] if diffs else ""
+
+
+def _same(u, v, rtol=0.0):
+    """Equal values (NaN equal to NaN); floats to ``rtol`` relative."""
+    u, v = np.asarray(u), np.asarray(v)
+    if u.shape != v.shape:
+        return False
+    if u.dtype.kind != "f" and v.dtype.kind != "f":
+        return bool(np.all(u == v))
+    u, v = u.astype(float), v.astype(float)
+    nan = np.isnan(u)
+    return (np.array_equal(nan, np.isnan(v))
+            and np.allclose(u[~nan], v[~nan], rtol=rtol, atol=0.0))
+
+
+def _setup(results, path):
+    """The PointSetup of a results file's first point, from the job it records (its f beside it)."""
+    from gcc_mpi.config import parse_job
+    from gcc_mpi.setup import PointSetup
+
+    job = parse_job(results.config_toml, base_dir=Path(path).parent)
+    return PointSetup.build(job.points[0].config, job.base_dir)
+
+
+def named_dead(lines):
+    """The ranks gcc_mpi's ``lines`` say died (or ended first): "rank R (worker ...) died",
+    "ranks A, B ended at the same moment", "...; ranks A, B died"."""
+    found = set()
+    for x in lines:
+        if not x.startswith("gcc_mpi:"):
+            continue
+        for m in re.finditer(r"\brank (\d+) \(worker [^)]*\) died|\branks ([\d, ]+?) "
+                             r"(?:ended at the same moment|died)", x):
+            found |= {int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))}
+    return found
 
 
 def failed_trials(path):
@@ -320,6 +398,7 @@ def one_run(i, fault, args, base, folder, reference):
     row = dict(run=i, **fault, code=code, left=len(left),
                after=None if t_fault is None else t_end - t_fault)
     complete = out.exists() and _complete(out)
+    row["readable"] = out.exists() and _readable(out)
     row["failed"] = failed_trials(out) if complete else {}
     # ours, or the launcher's when it ended the job (it names the host and pid)
     lines = [x for x in err.splitlines() if (x.startswith("gcc_mpi:") and "ranks by host" not in x
@@ -336,16 +415,20 @@ def one_run(i, fault, args, base, folder, reference):
         row["outcome"] = "one line"
     else:
         row["outcome"] = "wrong"
+    row["named"] = named_dead(lines) if fault["kind"] in ("kill", "exit") else set()
+    if row["outcome"] == "one line" and row["named"] and fault["victim"] not in row["named"]:
+        row["outcome"] = "wrong"  # its line names another rank than the one that died
     if left:
         row["outcome"] = "wrong"  # a process outlived the run
-    row["resumed"] = None
+    row["resumed"], row["raced"], row["differs"] = None, 0, ""
     if code is not None and not complete and _readable(out):
         again = Run([*base, sys.executable, "-m", "gcc_mpi", "run", "chaos.toml", "-o",
                      str(out), "-q", "--resume", *sets(fault, args.trials)], folder, {}, "resume")
         if again.wait(time.monotonic() + args.timeout) == 0:
-            row["resumed"] = same_results(out, reference[fault["pipeline"]])
+            row["resumed"], row["raced"], row["differs"] = same_results(
+                out, reference[fault["pipeline"]])
         else:
-            row["resumed"] = False
+            row["resumed"], row["differs"] = False, "the resumed run failed"
             again.kill()
     return row
 
@@ -428,12 +511,23 @@ def main():
         print(f"run {i:3d}: {row['kind']:13s} rank {row['victim']:2d} at {row['moment']:8s} "
               f"({row['at']:3d}) pipeline {row['pipeline']} {row['wait']:6s} -> "
               f"{row['outcome']:9s} exit {row['code']} after fault {after}; failed "
-              f"{row['failed'] or '-'}; resumed equal {row['resumed']}", flush=True)
+              f"{row['failed'] or '-'}; resumed equal {row['resumed']}"
+              f"{'' if row['resumed'] is None else ', raced trials ' + str(row['raced'])}",
+              flush=True)
         if args.v and row["said"]:
             print(f"         {row['said']}", flush=True)
+        if row["named"] and row["victim"] not in row["named"]:
+            print(f"         the line names rank(s) {sorted(row['named'])} dead, not the victim "
+                  f"{row['victim']}", flush=True)
+        if args.v and row["differs"]:
+            print(f"         resumed file differs: {row['differs'][:300]}", flush=True)
         if args.keep:
             shutil.copytree(folder, args.keep / folder.name, dirs_exist_ok=True)
         shutil.rmtree(folder)
+    if args.keep:  # the uninterrupted runs the resumed files were compared with
+        for depth in (1, 4):
+            shutil.copytree(top / f"reference-{depth}", args.keep / f"reference-{depth}",
+                            dirs_exist_ok=True)
     shutil.rmtree(top)
     report(rows)
 
@@ -458,6 +552,19 @@ def report(rows):
     slow = [r["after"] for r in rows if r["outcome"] == "one line" and r["after"] is not None]
     if slow:
         print(f"ended with one line: {max(slow):.1f} s at most from the fault to the end")
+    ended = [r for r in rows if r["outcome"] != "completed" and r["code"] is not None
+             and r["after"] is not None]
+    if ended:
+        print(f"not completed: {len(ended)} runs, each ended within "
+              f"{max(r['after'] for r in ended):.1f} s of its fault, "
+              f"{sum(r['readable'] for r in ended)} of their files readable")
+    resumed = [r for r in rows if r["resumed"] is not None]
+    if resumed:
+        raced = [r for r in resumed if r["raced"]]
+        print(f"resumed files: {len(resumed)}; {sum(r['raced'] for r in resumed)} trials raced "
+              f"in all (received sets that differ from the uninterrupted run's), in "
+              f"{len(raced)} files, {sum(bool(r['resumed']) for r in raced)} of them "
+              "replay-exact")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import numpy as np
 
 from .erasures import evaluate_rows, summary
 from .setup import prepare
-from .records import Records, latency
+from .records import INPUTS, Records, latency
 from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
 # (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
@@ -240,3 +240,36 @@ def simulate_job(job, writer, prepared=None, progress=None, stop=None):
                 run_point(setup, point, writer, progress, remaining, stop)
     finally:
         progress.close()
+
+
+def replay(setup, point_index, trial_index, name, used, arrival=None):
+    """One scheme's recorded trial decoded again in this process from the results its record
+    says were used: a check that a decode used those results and no others (a late result of
+    another round, a race of arrivals). The trial's inputs are drawn from its seed and encoded
+    (``timed_encode``), f is computed on the coded inputs of the workers in ``used`` (bool per
+    worker) one row per call, as each worker computes its own, and they are decoded — in the
+    order of ``arrival`` (the recorded seconds per worker) when given, the order the master
+    received them in, else by worker — and scored (``decode_and_score``).
+
+    Returns the record fields the encode and the decode set (the timings are this process's),
+    with ``used``; a trial whose inputs f fails on gives its ``failed_record``."""
+    code = setup.codes[name]
+    X, delays = setup.draw(point_index, trial_index)
+    Y_true, why = setup.reference(X)
+    if Y_true is None:
+        return failed_record(code, delays, why)
+    X_coded, fields = timed_encode(code, X)
+    received = np.flatnonzero(used)
+    if arrival is not None:
+        received = received[np.argsort(np.asarray(arrival)[received], kind="stable")]
+    row = np.full(code.N, -1)
+    row[code.active] = np.arange(len(code.active))  # X_coded holds the active workers' rows
+    if (row[received] < 0).any():
+        raise ValueError(f"{name}, trial {trial_index}: a used worker got no coded input")
+    Y, _, _ = evaluate_rows(setup.target, X_coded[row[received]], setup.target.output_dim,
+                            batch=False)
+    rec = {k: v for k, v in fields.items() if k != INPUTS}
+    rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier, fields))
+    rec["used"] = np.zeros(code.N, bool)
+    rec["used"][received] = True
+    return rec

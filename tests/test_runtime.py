@@ -18,8 +18,8 @@ from gcc_mpi.results import read_results
 from gcc_mpi.runtime import protocol as P
 from gcc_mpi.launcher import launcher_rank
 from gcc_mpi.runtime.mpi import Backoff, resolve_wait
-from gcc_mpi.trial import decode_and_score, timed_encode
 from gcc_mpi.setup import PointSetup
+from gcc_mpi.simulate import replay
 
 # N = ranks - 1 = 4 under -n 5; fixed stragglers 2 s late (a STOP at the deadline cuts that
 # short) and a deadline of 1 s make every received set unambiguous, even for a busy-waiting run
@@ -222,12 +222,8 @@ def check_late_results_unused(tmp_path):
     for name in ("replication", "bacc", "gcc"):
         assert not d[name]["used"][:, 6:].any(), name
     for t in range(2):
-        X, Y_true, _ = setup.inputs(0, t)
-        for name, code_ in setup.codes.items():
-            X_coded, encoded = timed_encode(code_, X)  # alpha, and the inputs gcc decodes with
-            received = np.flatnonzero(d[name]["used"][t])
-            rec = decode_and_score(code_, received, setup.target(X_coded[received]), Y_true,
-                                   False, encoded)
+        for name in setup.codes:
+            rec = replay(setup, 0, t, name, d[name]["used"][t], d[name]["arrival"][t])
             np.testing.assert_allclose(d[name]["nmse"][t], rec["nmse"], rtol=NMSE_RTOL,
                                        atol=1e-20, err_msg=f"trial {t}, {name}")
 
