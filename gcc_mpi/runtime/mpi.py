@@ -105,11 +105,19 @@ def before_start():
 def leave(code, finalize=True):
     """This rank's end, in order: its host's warden told (before MPI_Finalize, in which a
     stopped rank would keep the others waiting), then ``code`` returned, for MPI_Finalize at
-    exit; or, with ``finalize`` false, ``exit_without_finalize``."""
+    exit; or, with ``finalize`` false, ``exit_without_finalize``.
+
+    Hydra's dead-process notice (SIGUSR1, ``mpiexec -disable-auto-cleanup``) also comes when a
+    rank merely exits after its MPI_Finalize, and Python puts its own handlers back to the
+    default action (end the process) before mpi4py's MPI_Finalize runs at exit: so the notice
+    is ignored from here on. A death this late leaves a rank in MPI_Finalize at most until
+    its host's warden ends it (END_GRACE)."""
     if not finalize:
         exit_without_finalize(code)
     from . import warden
 
+    if hasattr(signal, "SIGUSR1"):
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     warden.tell("leaving")
     return code
 

@@ -85,6 +85,10 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
                                         "the same on every node?)")
         print(f"gcc_mpi: {where(comm)}: error: {mismatch}", file=sys.stderr, flush=True)
         abort(comm, 2)
+    same_node = host == master_host
+    # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die), before
+    # building f, during which a worker may die too
+    checked_in = witness.check_in(master_pid, comm.rank) if same_node else None  # noqa: F841
     # HELLO (pid, host) at once, READY once f is built: rank 0 can tell which rank died while
     # the others build f (protocol)
     Waiter(MPI, "polite", check=notices.check).all(
@@ -92,9 +96,6 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
     targets = build_targets(plan.job, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
-    same_node = host == master_host
-    # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die)
-    checked_in = witness.check_in(master_pid, comm.rank) if same_node else None  # noqa: F841
     Waiter(MPI, "polite", check=notices.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(plan.wait, comm), hi=SLEEP_IDLE)
     worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices)
