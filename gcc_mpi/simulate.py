@@ -30,7 +30,7 @@ from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
 # (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
 from .resources import BLOCK_CELLS, MAX_BLOCK
-from .trial import decode_and_score, failed_record, timed_encode
+from .trial import decode_and_score, failed_record, rows_of, timed_encode
 
 BLOCK_SECONDS = 0.25
 
@@ -115,20 +115,23 @@ def run_trial(setup, name, block, i, arrival, received, t_stop, records):
     stop rule stops (``received``, ``t_stop``) when no result is erased; returns where the
     master really stops."""
     code, target = setup.codes[name], setup.target
-    X_coded, fields = timed_encode(code, block.X[i])
+    X_coded, fields = timed_encode(code, block.X[i])  # row j: worker code.active[j]'s
     records.put(i, fields)
     # only the results the master uses are computed: the rest would be thrown away ...
-    Y, codes, _ = evaluate_rows(target, X_coded[received], target.output_dim,
+    Y, codes, _ = evaluate_rows(target, X_coded[rows_of(code, received)], target.output_dim,
                                 batch=len(received) > 0)
     if codes.any():
         # ... unless some are erasures: then every row is classified (one f call each) and the
         # received set is the one the master builds when those results do not count
         Y_all, codes, texts = evaluate_rows(target, X_coded, target.output_dim, batch=False)
         received, t_stop, erased = setup.policies[name].simulate_erasures(arrival, codes == 0)
-        Y = Y_all[received]
+        Y = Y_all[rows_of(code, received)]
         error = records.columns["error"][i]
-        error[erased] = codes[erased]
-        records.put(i, {"error_text": summary(error, texts)})
+        error[erased] = codes[rows_of(code, erased)]
+        by_worker = [""] * code.N
+        for row, w in enumerate(code.active.tolist()):
+            by_worker[w] = texts[row]
+        records.put(i, {"error_text": summary(error, by_worker)})
     records.put(i, decode_and_score(code, received, Y, block.Y_true[i], target.classifier,
                                     fields))
     return received, t_stop
@@ -262,11 +265,10 @@ def replay(setup, point_index, trial_index, name, used, arrival=None):
     received = np.flatnonzero(used)
     if arrival is not None:
         received = received[np.argsort(np.asarray(arrival)[received], kind="stable")]
-    row = np.full(code.N, -1)
-    row[code.active] = np.arange(len(code.active))  # X_coded holds the active workers' rows
-    if (row[received] < 0).any():
+    rows = rows_of(code, received)  # X_coded holds the active workers' rows
+    if (rows < 0).any():
         raise ValueError(f"{name}, trial {trial_index}: a used worker got no coded input")
-    Y, _, _ = evaluate_rows(setup.target, X_coded[row[received]], setup.target.output_dim,
+    Y, _, _ = evaluate_rows(setup.target, X_coded[rows], setup.target.output_dim,
                             batch=False)
     rec = {k: v for k, v in fields.items() if k != INPUTS}
     rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier, fields))

@@ -127,6 +127,14 @@ def uses_inputs(code):
     return getattr(code, "uses_inputs", False)
 
 
+def rows_of(code, workers):
+    """The rows of a trial's coded inputs (one per active worker, in ``code.active``'s order)
+    that ``workers`` got; -1 for a worker that got none."""
+    row = np.full(code.N, -1)
+    row[code.active] = np.arange(len(code.active))
+    return row[np.asarray(workers, dtype=np.int64)]
+
+
 def timed_encode(code, X):
     """(coded inputs of the active workers, record fields: t_encode and the encoder's facts, and
     for a code that ``uses_inputs`` the trial's inputs under INPUTS)."""

@@ -245,6 +245,56 @@ def test_a_plugin_that_does_not_subclass_linearcode_runs(tmp_path):
     assert np.isfinite(duck["nmse"]).all() and not duck["failed"].any()
 
 
+TAIL = '''
+import numpy as np
+
+from gcc_mpi.codes import LinearCode
+
+
+class Tail(LinearCode):
+    """An exact linear code whose first worker gets nothing: ``active`` is workers 1..N-1, so
+    row i of the coded inputs is worker i + 1's. f(x) = 2 x is linear: any K results of the
+    active workers give back f(X) exactly, a result of another worker's row would not."""
+    exact = True
+
+    def __init__(self, N, K):
+        super().__init__(N, K)
+        self.active = np.arange(1, N)
+        self.E = np.vander(np.linspace(-1, 1, N), K, increasing=True)
+
+    def encode(self, X):
+        return self.E[self.active] @ X, {}
+
+    def decode(self, received, Y, alpha=None):
+        return np.linalg.lstsq(self.E[received], Y, rcond=None)[0], {}
+
+    def decodable(self, mask):
+        return mask[self.active].sum() >= self.K
+'''
+
+
+def test_a_plugin_whose_active_workers_are_not_the_first_ones(tmp_path):
+    """``active`` may name any workers (row i of the coded inputs is worker active[i]'s): the
+    simulator computes each used worker's own row, so an exact code of a linear f decodes
+    exactly, erasures included (a worker whose f raises), as the MPI master does."""
+    (tmp_path / "codes.py").write_text(TAIL)
+    (tmp_path / "f.py").write_text("import numpy as np\n\n\ndef f(X):\n"
+                                   "    if np.any(X[:, 2] > 1.2):\n"
+                                   "        raise ValueError('an erasure')\n"
+                                   "    return 2 * X\n")
+    job = small_job("tail", ["codes.py:Tail"], 40).replace(
+        'kind = "polynomial"\ndegree = 2\noutputs = 2', 'kind = "python"\nfunction = "f.py:f"')
+    (tmp_path / "job.toml").write_text(job + "[stragglers]\nmodel = \"none\"\n")
+    assert main(["simulate", str(tmp_path / "job.toml"), "-o", str(tmp_path / "out.h5"),
+                 "-q"]) == 0
+    d = read_results(tmp_path / "out.h5").points[0].schemes["codes.py:Tail"]
+    ok = ~d["failed"]
+    assert ok.sum() >= 30 and (d["nmse"][ok] < 1e-20).all(), d["nmse"]
+    assert not d["used"][:, 0].any() and d["error"][:, 0].max() == 0  # worker 0: no task
+    erased = d["error"].any(axis=1)
+    assert erased.any() and all(t.startswith("worker") for t in d["error_text"][erased])
+
+
 def test_plugin_mistakes_in_the_job_file_name_the_key(tmp_path, capsys):
     (tmp_path / "codes.py").write_text(GOOD)
     job = tmp_path / "job.toml"
