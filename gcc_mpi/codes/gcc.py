@@ -29,7 +29,7 @@ its own): a fixed lengthscale, a lengthscale-free kernel or a batch of one input
 import numpy as np
 
 from . import chords
-from .chords import chord_problem
+from .chords import chord_smoother
 from .kernels import KERNELS, LENGTHSCALE_FREE
 from .lengthscale import MULTIPLES, START, LengthscaleSmoother, spacing
 from .smoothing import WINDOWED_ABOVE, SmoothingCode
@@ -138,8 +138,7 @@ class GCC(SmoothingCode):
     def input_smoother(self, received, inputs, kernel=None):
         """The smoother in the input space from the received coded inputs to the batch."""
         X, U = inputs
-        t, z, k, lengthscales = chord_problem(U[received], X, kernel or self.kernel)
-        return LengthscaleSmoother(t, z, k, lengthscales)
+        return chord_smoother(U[received], X, kernel or self.kernel)
 
     def walk(self, smoother, Y, start=START):
         """The decoder's Walk over ``smoother``'s lengthscales by ``choose``'s rule, not begun."""
