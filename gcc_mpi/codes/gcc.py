@@ -136,9 +136,12 @@ class GCC(SmoothingCode):
                 self.facts(choice, "dec", best))
 
     def input_smoother(self, received, inputs, kernel=None):
-        """The smoother in the input space from the received coded inputs to the batch."""
+        """The smoother in the input space from the received coded inputs to the batch (with
+        ``kernel``, or auto["input_kernel"] by name if set, or the code's kernel)."""
         X, U = inputs
-        return chord_smoother(U[received], X, kernel or self.kernel)
+        named = self.auto.get("input_kernel")
+        kernel = kernel or (KERNELS[named] if named else self.kernel)
+        return chord_smoother(U[received], X, kernel)
 
     def walk(self, smoother, Y, start=START):
         """The decoder's Walk over ``smoother``'s lengthscales by ``choose``'s rule, not begun."""
