@@ -109,7 +109,7 @@ VARIANTS = {
     **{f"slope-{k:g}": Variant(f"the input-space walk from the start alone, a neighbour only where "
                                f"leave-one-out's slope in log(l) times log 2 exceeds {k:g}",
                                kernel_codes(), builders=dropped.factory(dropped.slope_walk(k)))
-       for k in (0.0, 0.1, 0.15, 0.2)},
+       for k in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3)},
     "centre-dec": Variant("the decoder fits the results minus their mean (a constant the "
                           "penalty does not shrink; letcc's null space has it already)",
                           kernel_codes(), builders=dropped.factory(dropped.Centred)),
