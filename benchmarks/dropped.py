@@ -2,10 +2,12 @@
 measured of them is in docs/science.md, "The decoder in the input space"): each is a mixin over
 GCC's decoder, so the codes keep only what is used."""
 
+import numpy as np
 
 from gcc_mpi.codes import chords
-from gcc_mpi.codes.gcc import GCC
+from gcc_mpi.codes.gcc import DENSE, GCC
 from gcc_mpi.codes.gcc_manifold import ManifoldGCC
+from gcc_mpi.codes.lengthscale import LengthscaleSmoother
 from gcc_mpi.codes.kernels import matern32, matern52
 
 
@@ -65,6 +67,92 @@ class Mixed:
         w = sz / (sx + sz)
         Y_hat = w * xs.apply(Y, cx) + (1 - w) * zs.apply(Y, cz, alpha)
         return Y_hat, self.facts(cx if w >= 0.5 else cz, "dec", "x" if w >= 0.5 else "z")
+
+
+class InputKernelAtStart:
+    """The input-space decoder with Matern-5/2 or 3/2, whichever scores better by leave-one-out
+    at the walk's start, walking on with that kernel alone (InputKernelChoice walks with both);
+    where the defaults would compare both spaces the defaults decode."""
+
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
+        if (not self.uses_inputs or inputs is None or self.auto["space"] == "z"
+                or (self.auto["space"] == "auto" and len(received) >= DENSE * self.K)):
+            return super()._decode_sorted(received, Y, alpha, inputs)
+        first = self.input_smoother(received, inputs)
+        other = object.__new__(chords.ChordSmoother)  # the same distances, Matern-3/2
+        other.D_tt, other.D_zt = first.D_tt, first.D_zt
+        LengthscaleSmoother.__init__(other, first.t, first.z, matern32, first.lengthscales)
+        walks = {}
+        for xs in (first, other):
+            walks[xs] = self.walk(xs, Y, chords.START)
+            walks[xs].add([chords.START])
+        xs = min(walks, key=lambda k: walks[k].known[chords.START][0])
+        choice = xs.choice(walks[xs].begin().run())
+        return xs.apply(Y, choice), self.facts(choice, "dec", "x")
+
+
+class SlopeWalk:
+    """The input-space decoder's walk over its lengthscales, for speed (issue 29: auto at most
+    1.5 x a fixed lengthscale's cost): the start is scored alone, and a neighbour only where
+    leave-one-out's slope in log(lengthscale) at the start, times a step log(2), exceeds STEP
+    (relative to the score); it walks on that way while the newest candidate is the best. The
+    defaults' walk scores the start and both neighbours (one batched call). Where the defaults
+    would compare both spaces (gcc.DENSE results per input and more) the defaults decode.
+    ``scored``: the candidates each decode scored."""
+
+    STEP = 0.15
+
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
+        if (not self.uses_inputs or inputs is None or self.auto["space"] == "z"
+                or (self.auto["space"] == "auto" and len(received) >= DENSE * self.K)):
+            return super()._decode_sorted(received, Y, alpha, inputs)
+        xs = self.input_smoother(received, inputs)
+        walk = self.walk(xs, Y, chords.START)
+        walk.add([walk.start])
+        i = walk.start
+        g = loo_slope(xs, Y, i, walk.known[i][1]) * np.log(2)
+        step = 0 if abs(g) <= self.STEP else -1 if g > 0 else 1
+        while step and 0 <= i + step < walk.L:
+            walk.add([i + step])
+            best = min(walk.known, key=walk.rank)
+            if best != i + step:
+                break
+            i = best
+        found = min(walk.known, key=walk.rank)
+        self.__dict__.setdefault("scored", []).append(len(walk.known))
+        choice = xs.choice((found, walk.known[found][1]))
+        return xs.apply(Y, choice), self.facts(choice, "dec", "x")
+
+
+def loo_slope(sm, Y, i, lam):
+    """d log(score) / d log(l) of leave-one-out at candidate i of the input-space smoother ``sm``
+    and lambda ``lam``: with B = (K + lam)^-1, c = B y, a = diag(B) the score is
+    sum_i |c_i|^2 / a_i^2, and dB = -B K' B for K' = dK / d log(l) (Matern-5/2 and 3/2)."""
+    sm.decompose([i])
+    W, ell = sm.W[i], sm.lengthscales[i]
+    k = sm.gram(np.array([ell]))[0]
+    if sm.kernel is matern52:
+        r = np.sqrt(5) * sm.D_tt / ell
+        Kp = k * (r * r * (1 + r) / (3 + 3 * r + r * r))
+    elif sm.kernel is matern32:
+        r = np.sqrt(3) * sm.D_tt / ell
+        Kp = k * (r * r / (1 + r))
+    else:
+        raise ValueError("the slope is written for the Matern kernels")
+    B = (W / (sm.s[i] + lam)) @ W.T
+    BK = B @ Kp
+    c = B @ Y
+    a = np.diag(B)
+    da = -np.einsum("ij,ij->i", BK, B)
+    dc = -BK @ c
+    cc = np.einsum("ij,ij->i", c, c)
+    score = np.sum(cc / a**2)
+    return float((2 * np.einsum("ij,ij->i", c, dc) / a**2 - 2 * cc * da / a**3).sum() / score)
+
+
+def slope_walk(step):
+    """SlopeWalk with the threshold ``step``."""
+    return type(f"SlopeWalk{step:g}", (SlopeWalk,), {"STEP": step})
 
 
 def factory(mixin):

@@ -57,7 +57,8 @@ def overrides(row, trials):
 
 
 class NullWriter:
-    """Takes what simulate_job writes and drops it: the in-process figure leaves HDF5 out."""
+    """Takes what simulate_job writes and drops it: the in-process figure leaves HDF5 out (a
+    commit is never due, so simulate_job appends only full blocks, as it would to a file)."""
 
     def add_point(self, index, params):
         pass
@@ -67,6 +68,9 @@ class NullWriter:
 
     def append(self, index, scheme, rows):
         pass
+
+    def due(self):
+        return False
 
     def flush(self, force=False):
         pass
@@ -171,6 +175,8 @@ def main():
         auto, _, fixed = s.partition(" l=")
         if fixed and auto in rates:
             print(cost_ratio(auto, s, rates))
+            if other:
+                print(cost_ratio(f"{auto} @against", f"{s} @against", rates))
 
 
 def cost_ratio(auto, fixed, rates):

@@ -83,9 +83,16 @@ VARIANTS = {
                      builders=dropped.factory(dropped.Mixed)),
     "input-m32": Variant("the input-space decoder alone with Matern-3/2",
                          kernel_codes(), builders=dropped.factory(dropped.InputKernel)),
+    **{f"input-{name}": Variant(f"the input-space decoder with {name} (gcc.DENSE and the walks "
+                                "as the defaults')", kernel_codes(auto={"input_kernel": name}))
+       for name in ("matern32", "gaussian")},
     "input-kernel-choice": Variant("the input-space decoder alone, Matern-5/2 or 3/2 per decode "
                                    "by leave-one-out", kernel_codes(),
                                    builders=dropped.factory(dropped.InputKernelChoice)),
+    "input-kernel-start": Variant("the input-space decoder with Matern-5/2 or 3/2, the better by "
+                                  "leave-one-out at the walk's start (the defaults where both "
+                                  "spaces are compared)", kernel_codes(),
+                                  builders=dropped.factory(dropped.InputKernelAtStart)),
     "input-fine": Variant("the input-space lengthscales sqrt(2) apart (1/4 ... 64 times the "
                           "batch's median distance)", kernel_codes(),
                           {"chords:MULTIPLES": 2.0 ** (np.arange(-4, 13) / 2),
@@ -98,6 +105,11 @@ VARIANTS = {
     "input-from-2": Variant("the input-space lengthscales 2 ... 64 times the batch's median "
                             "distance, the walk from 2 (so upwards only)", kernel_codes(),
                             {"chords:MULTIPLES": 2.0 ** np.arange(1, 7), "chords:START": 0}),
+    # for speed: the input-space walk scores a neighbour only where leave-one-out's slope says
+    **{f"slope-{k:g}": Variant(f"the input-space walk from the start alone, a neighbour only where "
+                               f"leave-one-out's slope in log(l) times log 2 exceeds {k:g}",
+                               kernel_codes(), builders=dropped.factory(dropped.slope_walk(k)))
+       for k in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3)},
     "centre-dec": Variant("the decoder fits the results minus their mean (a constant the "
                           "penalty does not shrink; letcc's null space has it already)",
                           kernel_codes(), builders=dropped.factory(dropped.Centred)),

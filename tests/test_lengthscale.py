@@ -344,3 +344,53 @@ def test_marginal_likelihood_choice_is_invariant_to_the_scale_of_f(scale):
 
     want, got = choice(Y), choice(scale * Y)
     assert (got.index, got.lam) == (want.index, want.lam)
+
+
+def test_capped_lambdas_past_the_cap_are_not_scored_and_the_choice_is_the_same():
+    """coarse_to_fine leaves out the lambdas past the first of a row's capped run (their score
+    is the first's): the chosen lambdas equal those of the plain coarse-to-fine search over every
+    lambda, for one row and several, capped and not, with fewer lambdas scored where capped."""
+    from gcc_mpi.codes import lengthscale
+
+    rng = np.random.default_rng(3)
+    t, Y = np.sort(rng.uniform(-1, 1, 30)), rng.standard_normal((30, 4))
+    sm = LengthscaleSmoother(t, t, matern52, lengthscale_grid(10))
+
+    def plain(lams, score):  # the search that scored every lambda of both passes
+        near = lengthscale.first_near_min(score(lams[:, ::lengthscale.STRIDE])) * lengthscale.STRIDE
+        cols = np.clip(near[:, None] + lengthscale.FINE, 0, lams.shape[1] - 1)
+        rows = np.arange(len(lams))
+        fine = lams[rows[:, None], cols]
+        scores = score(fine)
+        return scores.min(axis=1), fine[rows, lengthscale.first_near_min(scores)]
+
+    saved = 0
+    for min_dof in (0, 5, 15, 25):
+        for idx in ([0], [2], [5], [1, 2, 3], [0, 4]):
+            lams, basis, count = sm.candidates(idx, min_dof), sm.basis(Y, idx), []
+
+            def score(ls, idx=idx, basis=basis, count=count):
+                count.append(ls.shape[1])
+                return sm.scores(Y, ls, "loo", idx, basis)
+
+            want_score, want_lam = plain(lams, score)
+            got_score, got_lam = lengthscale.coarse_to_fine(lams, score)
+            assert np.array_equal(got_lam, want_lam)
+            np.testing.assert_allclose(got_score, want_score, rtol=1e-12)
+            assert sum(count[2:]) <= sum(count[:2])
+            saved += sum(count[:2]) - sum(count[2:])
+    assert saved > 0
+
+
+def test_input_space_kernel_is_the_kernel_of_the_distances():
+    """The input-space smoother's kernel matrices are the kernel of the distances between the
+    received coded inputs and the batch, bit for bit."""
+    from gcc_mpi.codes.chords import chord_smoother, distances
+
+    rng = np.random.default_rng(4)
+    U, X = rng.standard_normal((12, 5)), rng.standard_normal((4, 5))
+    sm = chord_smoother(U, X, matern52)
+    D = distances(np.vstack([U, X]))
+    ls = sm.lengthscales[[1, 3]]
+    assert np.array_equal(sm.gram(ls), matern52(D[:12, :12], 0.0, lengthscale=ls[:, None, None]))
+    assert np.array_equal(sm.cross(None, ls[0]), matern52(D[12:, :12], 0.0, lengthscale=ls[0]))

@@ -19,6 +19,8 @@ the input space"); the walk starts at 2.
 
 import numpy as np
 
+from .lengthscale import LengthscaleSmoother
+
 MULTIPLES = 2.0 ** np.arange(-2, 7)
 START = 3  # 2 x the median pairwise distance
 
@@ -39,26 +41,34 @@ def distances(points):
     return np.sqrt(D, out=D)
 
 
-def chord_kernel(D, kernel):
-    """A kernel on indices into the distance matrix ``D``: ``kernel`` of the distance (kernels.py's
-    take two points of [-1, 1] and a lengthscale)."""
+class ChordSmoother(LengthscaleSmoother):
+    """The smoother from the received coded inputs (points 0..n-1) to the batch's inputs (n..)
+    with ``kernel`` of their distances ``D`` (kernels.py's take two points and a lengthscale:
+    here the distance and 0)."""
 
-    def k(s, t, lengthscale=1.0):
-        return kernel(D[np.asarray(s, int), np.asarray(t, int)], 0.0, lengthscale=lengthscale)
+    def __init__(self, D, n, kernel, lengthscales):
+        self.D_tt, self.D_zt = D[:n, :n], D[n:, :n]
+        super().__init__(np.arange(n), np.arange(n, len(D)), kernel, lengthscales)
 
-    return k
+    def gram(self, lengthscales):
+        return self.kernel(self.D_tt, 0.0, lengthscale=lengthscales[:, None, None])
+
+    def cross(self, z, lengthscale):
+        if z is not None:
+            raise ValueError("the input-space smoother evaluates at the batch's inputs only")
+        return self.kernel(self.D_zt, 0.0, lengthscale=lengthscale)
 
 
-def chord_problem(U_received, X, kernel):
-    """(points t, evaluation points z, kernel, candidate lengthscales) of the fit in the input
-    space: t index the received coded inputs, z the batch's inputs X."""
-    n, K = len(U_received), len(X)
+def chord_smoother(U_received, X, kernel):
+    """The smoother in the input space from the received coded inputs to the batch's inputs X,
+    with its candidate lengthscales (multiples of the batch's median distance)."""
+    n = len(U_received)
     D = distances(np.vstack([U_received, X]))
     scale = median_distance(D[n:, n:])
     if not scale > 0:  # one input, or all alike: the coded inputs' spread instead
         scale = median_distance(D[:n, :n])
     scale = scale if scale > 0 else 1.0
-    return np.arange(n), np.arange(n, n + K), chord_kernel(D, kernel), scale * MULTIPLES
+    return ChordSmoother(D, n, kernel, scale * MULTIPLES)
 
 
 def median_distance(D):

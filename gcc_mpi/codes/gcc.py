@@ -29,7 +29,7 @@ whatever "decoder" says.
 import numpy as np
 
 from . import chords
-from .chords import chord_problem
+from .chords import chord_smoother
 from .kernels import KERNELS, LENGTHSCALE_FREE
 from .lengthscale import MULTIPLES, START, LengthscaleSmoother, spacing
 from .smoothing import WINDOWED_ABOVE, SmoothingCode
@@ -136,10 +136,12 @@ class GCC(SmoothingCode):
                 self.facts(choice, "dec", best))
 
     def input_smoother(self, received, inputs, kernel=None):
-        """The smoother in the input space from the received coded inputs to the batch."""
+        """The smoother in the input space from the received coded inputs to the batch (with
+        ``kernel``, or auto["input_kernel"] by name if set, or the code's kernel)."""
         X, U = inputs
-        t, z, k, lengthscales = chord_problem(U[received], X, kernel or self.kernel)
-        return LengthscaleSmoother(t, z, k, lengthscales)
+        named = self.auto.get("input_kernel")
+        kernel = kernel or (KERNELS[named] if named else self.kernel)
+        return chord_smoother(U[received], X, kernel)
 
     def walk(self, smoother, Y, start=START):
         """The decoder's Walk over ``smoother``'s lengthscales by ``choose``'s rule, not begun."""

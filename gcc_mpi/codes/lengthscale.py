@@ -107,13 +107,35 @@ def coarse_to_fine(lams, score, pick=first_near_min):
     """(score, lambda) per row of the lambdas ``lams`` (L, G) at the row's best: ``score(l)``
     (one row per row of ``l``) of every STRIDE-th lambda, then of the 2 STRIDE - 1 around the
     best of those. ``pick`` finds a row's best (default: the first near-minimum, so that the
-    least smoothing wins a near tie)."""
-    near = pick(score(lams[:, ::STRIDE])) * STRIDE
-    cols = np.minimum(np.maximum(near[:, None] + FINE, 0), lams.shape[1] - 1)
-    rows = np.arange(len(lams))
+    least smoothing wins a near tie). A row's lambdas are ascending and may end in a run of one
+    value (capped: ``LengthscaleSmoother.candidates``); lambdas past the run's first are not
+    scored (their score is the first's, and ``pick`` takes the first of equals), which leaves
+    the choice as it was and saves a third of the scores of a capped decoder."""
+    L, G = lams.shape
+    if L == 1:  # one lengthscale (a fixed one): the same as below, in Python ints
+        return _coarse_to_fine_row(lams, score, pick)
+    run = np.argmax(lams == lams[:, -1:], axis=1)  # where each row's last run of equals begins
+    coarse = lams[:, :STRIDE * int(np.max(-(-run // STRIDE))) + 1:STRIDE]
+    near = pick(score(coarse)) * STRIDE
+    cols = np.minimum(np.maximum(near[:, None] + FINE, 0), G - 1)
+    cols = cols[:, :min(len(FINE), int(np.max(np.sum(cols < run[:, None], axis=1))) + 1)]
+    rows = np.arange(L)
     fine = lams[rows[:, None], cols]
     scores = score(fine)
     return scores.min(axis=1), fine[rows, pick(scores)]
+
+
+def _coarse_to_fine_row(lams, score, pick):
+    """coarse_to_fine of a single row of lambdas, with fewer array operations."""
+    row = lams[0]
+    G = len(row)
+    run = int(np.argmax(row == row[-1]))
+    near = int(pick(score(lams[:, :STRIDE * -(-run // STRIDE) + 1:STRIDE]))[0]) * STRIDE
+    cols = [min(max(near + f, 0), G - 1) for f in FINE.tolist()]
+    cols = cols[:sum(c < run for c in cols) + 1]
+    fine = row[cols][None]
+    scores = score(fine)
+    return scores.min(axis=1), fine[0, pick(scores)]
 
 
 @dataclass(frozen=True)
@@ -148,8 +170,7 @@ class LengthscaleSmoother:
         todo = [i for i in indices if self.s[i] is None]
         if not todo:
             return
-        ls = self.lengthscales[todo]
-        K = self.kernel(self.t[None, :, None], self.t[None, None, :], lengthscale=ls[:, None, None])
+        K = self.gram(self.lengthscales[todo])
         s, W = np.linalg.eigh(K)
         s = np.clip(s, 0.0, None)
         # W^T and its squares, laid out for the leave-one-out scores (rows contiguous)
@@ -161,14 +182,30 @@ class LengthscaleSmoother:
             self.scale[i] = top if top > 0 else 1.0
         self._stacked = tuple(todo), batch
 
+    # -- the kernel's values: between the points t (one matrix per lengthscale) and from z to t; a
+    # subclass may compute them otherwise (chords.py: from distances)
+    def gram(self, lengthscales):
+        """k(t, t) per lengthscale: (L, n, n)."""
+        return self.kernel(self.t[None, :, None], self.t[None, None, :],
+                           lengthscale=lengthscales[:, None, None])
+
+    def cross(self, z, lengthscale):
+        """k(z, t) for one lengthscale: (len(z), n); z None: the smoother's own points."""
+        z = self.z if z is None else np.asarray(z, float)
+        return self.kernel(z[:, None], self.t[None, :], lengthscale=lengthscale)
+
     def stacked(self, indices):
         """(s (L, r), W (L, n, r), W^T (L, r, n), (W^T)**2) of the candidates ``indices``; the
         walk scores the same candidates several times in a row, so the last ones are kept."""
         indices = tuple(indices)
         self.decompose(indices)
         if self._stacked[0] != indices:
-            self._stacked = indices, tuple(np.stack([a[i] for i in indices])
-                                           for a in (self.s, self.W, self.WT, self.W2T))
+            arrays = self.s, self.W, self.WT, self.W2T
+            if len(indices) == 1:  # the same values as a stack of one, without the copies
+                stacked = tuple(a[indices[0]][None] for a in arrays)
+            else:
+                stacked = tuple(np.stack([a[i] for i in indices]) for a in arrays)
+            self._stacked = indices, stacked
         return self._stacked[1]
 
     def effective_lambda(self, lam, i):
@@ -189,9 +226,12 @@ class LengthscaleSmoother:
             scale = self.scale[todo][:, None]
             rows = np.maximum(GRID * scale, LAMBDA_FLOOR * scale)
             if min_dof > 0 and self.n:
-                rows = np.minimum(rows, dof_cap(np.stack([self.s[i] for i in todo]), rows,
-                                                min_dof))
+                s = self.s[todo[0]][None] if len(todo) == 1 else np.stack([self.s[i]
+                                                                            for i in todo])
+                rows = np.minimum(rows, dof_cap(s, rows, min_dof))
             self._rows.update({(i, min_dof): row for i, row in zip(todo, rows)})
+            if len(todo) == len(indices) and todo == indices:
+                return rows
         return np.stack([self._rows[i, min_dof] for i in indices])
 
     def basis(self, Y, indices):
@@ -280,15 +320,13 @@ class LengthscaleSmoother:
         """The matrix A with u(z) = A @ y for this choice."""
         i = choice.index
         self.decompose([i])
-        z = self.z if z is None else np.asarray(z, float)
-        Kz = self.kernel(z[:, None], self.t[None, :], lengthscale=self.lengthscales[i])
+        Kz = self.cross(z, self.lengthscales[i])
         return (Kz @ self.W[i] / (self.s[i] + choice.lam)) @ self.W[i].T
 
     def apply(self, Y, choice, z=None):
         """u(z) for the columns of Y (n x m) with this choice."""
         i = choice.index
         self.decompose([i])
-        z = self.z if z is None else np.asarray(z, float)
-        Kz = self.kernel(z[:, None], self.t[None, :], lengthscale=self.lengthscales[i])
+        Kz = self.cross(z, self.lengthscales[i])
         coef = self.W[i] @ ((self.W[i].T @ Y) / (self.s[i] + choice.lam)[:, None])
         return Kz @ coef

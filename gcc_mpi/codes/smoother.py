@@ -35,8 +35,12 @@ def dof_cap(s, lams, min_dof, q=0):
     """Per row of the lambdas ``lams`` (..., G), ascending, the largest at which the fit keeps
     ``min_dof`` effective degrees of freedom, tr(H) = q + sum_j s_j / (s_j + lam) for the
     eigenvalues s (..., r) of the penalised part; the row's smallest lambda if none does."""
-    dof = q + np.sum(s[..., None, :] / (s[..., None, :] + lams[..., None]), axis=-1)
-    keep = np.maximum(np.sum(dof >= min_dof, axis=-1), 1)  # dof falls as lambda grows
+    dof = (s[..., None, :] / (s[..., None, :] + lams[..., None])).sum(axis=-1)
+    if q:
+        dof += q
+    keep = np.maximum(np.count_nonzero(dof >= min_dof, axis=-1), 1)  # dof falls as lambda grows
+    if lams.ndim == 2:  # one row per lengthscale (lengthscale.py): plain indexing is faster
+        return lams[np.arange(len(lams)), keep - 1][:, None]
     return np.take_along_axis(lams, keep[..., None] - 1, axis=-1)
 
 
