@@ -110,6 +110,15 @@ VARIANTS = {
                                f"leave-one-out's slope in log(l) times log 2 exceeds {k:g}",
                                kernel_codes(), builders=dropped.factory(dropped.slope_walk(k)))
        for k in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3)},
+    **{f"screen-{t:g}": Variant(f"the input-space walk from the start alone, a neighbour scored in "
+                                f"full only where leave-one-out at the best lambda so far "
+                                f"(one Cholesky) is below {t:g} x the best score",
+                                kernel_codes(), builders=dropped.factory(dropped.screened_walk(t)))
+       for t in (1.0, 1.5, 2.0)},
+    "screen-2l": Variant("screen-1, the screen at the best lambda so far and at a hundredth of it "
+                         "(the longer lengthscales of smooth f want less smoothing)",
+                         kernel_codes(),
+                         builders=dropped.factory(dropped.screened_walk(1.0, (1.0, 1e-2)))),
     "centre-dec": Variant("the decoder fits the results minus their mean (a constant the "
                           "penalty does not shrink; letcc's null space has it already)",
                           kernel_codes(), builders=dropped.factory(dropped.Centred)),

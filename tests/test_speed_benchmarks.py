@@ -60,3 +60,27 @@ def test_slope_walk_chooses_as_the_defaults_where_its_threshold_is_zero_and_the_
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_the_screen_is_leave_one_out_at_one_lambda():
+    """The screened walk's Cholesky screen gives the eigendecomposition's leave-one-out score
+    at the same lambda (to round-off), on every candidate near the start."""
+    import dropped
+
+    from gcc_mpi.codes.chords import chord_smoother
+    from gcc_mpi.codes.kernels import matern52
+
+    rng = np.random.default_rng(1)
+    U, X, Y = rng.normal(size=(30, 64)), rng.normal(size=(10, 64)), rng.normal(size=(30, 10))
+    xs = chord_smoother(U, X, matern52)
+    for i in (2, 3, 4):
+        for lam in (1e-6, 1e-3, 1e-1):
+            exact = xs.scores(Y, np.array([[lam]]), "loo", [i])[0, 0]
+            assert dropped.loo_at(xs, i, [lam], Y) == pytest.approx(exact, rel=1e-12)
+
+
+def test_walk_cost_times_the_screened_walk():
+    import walk_cost
+
+    seconds, code = walk_cost.cpu("screen-1", "gcc", 1.0, 4)
+    assert seconds > 0 and len(code.scored) == 4 and all(1 <= n <= 9 for n in code.scored)
