@@ -12,6 +12,13 @@ from gcc_mpi.codes.lengthscale import LengthscaleSmoother
 from gcc_mpi.codes.kernels import matern32, matern52
 
 
+def input_space_alone(code, received, inputs):
+    """Whether the defaults' decoder would fit in the input space alone for this decode (the
+    rules below change that walk only; elsewhere the defaults decode)."""
+    return (code.uses_inputs and inputs is not None and code.auto["space"] != "z"
+            and not (code.auto["space"] == "auto" and len(received) >= DENSE * code.K))
+
+
 class Centred:
     """The decoder fits the results minus their mean (a constant the ridge penalty does not
     shrink toward zero); with ``encoder`` also the encoder the inputs minus theirs."""
@@ -76,8 +83,7 @@ class InputKernelAtStart:
     where the defaults would compare both spaces the defaults decode."""
 
     def _decode_sorted(self, received, Y, alpha=None, inputs=None):
-        if (not self.uses_inputs or inputs is None or self.auto["space"] == "z"
-                or (self.auto["space"] == "auto" and len(received) >= DENSE * self.K)):
+        if not input_space_alone(self, received, inputs):
             return super()._decode_sorted(received, Y, alpha, inputs)
         first = self.input_smoother(received, inputs)
         other = object.__new__(chords.ChordSmoother)  # the same distances, Matern-3/2
@@ -92,7 +98,26 @@ class InputKernelAtStart:
         return xs.apply(Y, choice), self.facts(choice, "dec", "x")
 
 
-class SlopeWalk:
+class StartAlone:
+    """The input-space decoder's walk begun at its start alone (the defaults' walk scores the
+    start and both neighbours in one batched call); ``steps`` adds the candidates a rule wants.
+    Where the defaults would not fit in the input space alone they decode. ``scored``: the
+    candidates scored in full per decode."""
+
+    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
+        if not input_space_alone(self, received, inputs):
+            return super()._decode_sorted(received, Y, alpha, inputs)
+        xs = self.input_smoother(received, inputs)
+        walk = self.walk(xs, Y, chords.START)
+        walk.add([walk.start])
+        self.steps(xs, walk, Y)
+        found = min(walk.known, key=walk.rank)
+        self.__dict__.setdefault("scored", []).append(len(walk.known))
+        choice = xs.choice((found, walk.known[found][1]))
+        return xs.apply(Y, choice), self.facts(choice, "dec", "x")
+
+
+class SlopeWalk(StartAlone):
     """The input-space decoder's walk over its lengthscales, for speed (issue 29: auto at most
     1.5 x a fixed lengthscale's cost): the start is scored alone, and a neighbour only where
     leave-one-out's slope in log(lengthscale) at the start, times a step log(2), exceeds STEP
@@ -103,13 +128,7 @@ class SlopeWalk:
 
     STEP = 0.15
 
-    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
-        if (not self.uses_inputs or inputs is None or self.auto["space"] == "z"
-                or (self.auto["space"] == "auto" and len(received) >= DENSE * self.K)):
-            return super()._decode_sorted(received, Y, alpha, inputs)
-        xs = self.input_smoother(received, inputs)
-        walk = self.walk(xs, Y, chords.START)
-        walk.add([walk.start])
+    def steps(self, xs, walk, Y):
         i = walk.start
         g = loo_slope(xs, Y, i, walk.known[i][1]) * np.log(2)
         step = 0 if abs(g) <= self.STEP else -1 if g > 0 else 1
@@ -119,10 +138,6 @@ class SlopeWalk:
             if best != i + step:
                 break
             i = best
-        found = min(walk.known, key=walk.rank)
-        self.__dict__.setdefault("scored", []).append(len(walk.known))
-        choice = xs.choice((found, walk.known[found][1]))
-        return xs.apply(Y, choice), self.facts(choice, "dec", "x")
 
 
 def loo_slope(sm, Y, i, lam):
@@ -151,7 +166,7 @@ def loo_slope(sm, Y, i, lam):
     return float((2 * np.einsum("ij,ij->i", c, dc) / a**2 - 2 * cc * da / a**3).sum() / score)
 
 
-class ScreenedWalk:
+class ScreenedWalk(StartAlone):
     """The input-space decoder's walk, for speed (issue 29): the start is scored in full (its
     eigendecomposition and the lambda search), a neighbour first by a screen: leave-one-out at the
     best lambda so far times each of FACTORS, by one Cholesky factorisation each (``loo_at``;
@@ -164,13 +179,7 @@ class ScreenedWalk:
     TAU = 1.0
     FACTORS = (1.0,)
 
-    def _decode_sorted(self, received, Y, alpha=None, inputs=None):
-        if (not self.uses_inputs or inputs is None or self.auto["space"] == "z"
-                or (self.auto["space"] == "auto" and len(received) >= DENSE * self.K)):
-            return super()._decode_sorted(received, Y, alpha, inputs)
-        xs = self.input_smoother(received, inputs)
-        walk = self.walk(xs, Y, chords.START)
-        walk.add([walk.start])
+    def steps(self, xs, walk, Y):
         for step in (-1, 1):
             j = walk.start + step
             while 0 <= j < walk.L:
@@ -183,10 +192,6 @@ class ScreenedWalk:
                 if min(walk.known, key=walk.rank) != j:
                     break
                 j += step
-        found = min(walk.known, key=walk.rank)
-        self.__dict__.setdefault("scored", []).append(len(walk.known))
-        choice = xs.choice((found, walk.known[found][1]))
-        return xs.apply(Y, choice), self.facts(choice, "dec", "x")
 
 
 def loo_at(xs, i, lams, Y):
