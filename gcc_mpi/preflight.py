@@ -45,10 +45,10 @@ def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, lo
     warnings += resources.check(job, points, shapes, ranks=ranks, local_ranks=local_ranks,
                                 simulate=simulate)
     prepared = prepare(job, points, loaded)
-    unfair = [point for point, setup in prepared if _short(point.config, setup.codes)]
+    unfair = [(point, setup) for point, setup in prepared if _short(point.config, setup.codes)]
     if unfair:
-        warnings.append(_fairness(unfair[0].config, prepared[0][1].codes, len(unfair),
-                                  len(points)))
+        point, setup = unfair[0]
+        warnings.append(_fairness(point.config, setup.codes, len(unfair), len(points)))
     if output is not None:
         check_disk(job, prepared, output, resume=resume, simulate=simulate)
     return prepared, warnings
