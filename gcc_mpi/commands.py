@@ -54,9 +54,11 @@ def launched_ranks():
     return size
 
 
-def mpi_command(ranks):
-    """What an MPI run records as its command."""
-    return shlex.join(["mpiexec", "-n", str(ranks), "python", "-m", "gcc_mpi", *sys.argv[1:]])
+def recorded_command(args, ranks=None):
+    """What an output records as the command that wrote it: the arguments as parsed (``main``'s
+    argv), behind ``mpiexec -n RANKS`` for an MPI run."""
+    launch = ["mpiexec", "-n", str(ranks)] if ranks else []
+    return shlex.join([*launch, "python", "-m", "gcc_mpi", *args.argv])
 
 
 def cmd_run(args):
@@ -70,7 +72,8 @@ def cmd_run(args):
     plan = session.Plan(job, tuple(points_of(args, job)),
                         Path(args.output) if args.output else default_output(job, args.point),
                         overwrite=args.overwrite, resume=args.resume, wait=args.wait,
-                        quiet=args.quiet, command=mpi_command(ranks), summary=results_table)
+                        quiet=args.quiet, command=recorded_command(args, ranks),
+                        summary=results_table)
     return session.run(plan)
 
 
@@ -96,7 +99,7 @@ def results_table(path):
 
 def cmd_simulate(args):
     from .api import run_simulation
-    from .interrupts import InterruptFlag, Interrupted
+    from .interrupts import InterruptFlag, Interrupted, kept_line
     from .launcher import several_tasks_error
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
@@ -113,10 +116,9 @@ def cmd_simulate(args):
             results = run_simulation(
                 job, out, point=point, overwrite=args.overwrite,
                 resume=getattr(args, "resume", False), progress=not args.quiet, stop=interrupts,
-                command=shlex.join(["python", "-m", "gcc_mpi", *sys.argv[1:]]))
+                command=recorded_command(args))
     except Interrupted as e:  # the file is closed with complete = false and every finished trial
-        print(f"gcc_mpi: {e} after {e.done} of {e.total} trials; {out} holds them "
-              "(complete = false): the same command with --resume continues", file=sys.stderr)
+        print(kept_line(e, e.done, e.total, out), file=sys.stderr)
         return e.code
     if not args.quiet:
         from .analyze import format_table, summarize
@@ -146,7 +148,7 @@ def cmd_probe(args):
     job = probe_job(user, ranks, args.rounds)  # bad input: exit 2 on every rank, before MPI
     output = Path(args.output) if args.output else default_output(job, kind="probe")
     plan = session.Plan(job, tuple(job.points), output, overwrite=args.overwrite,
-                        wait=args.wait, quiet=args.quiet, command=mpi_command(ranks),
+                        wait=args.wait, quiet=args.quiet, command=recorded_command(args, ranks),
                         probe_rounds=args.rounds, summary=probe_table)
     return session.run(plan)
 
@@ -165,7 +167,7 @@ def cmd_plan(args):
                      max_workers=args.max_workers, schemes=args.schemes, trials=args.trials,
                      write=args.write, overwrite=args.overwrite, json_out=args.json,
                      plot=args.plot,
-                     command=shlex.join(["python", "-m", "gcc_mpi", *args.argv]))
+                     command=recorded_command(args))
 
 
 def cmd_analyze(args):
@@ -178,8 +180,8 @@ def cmd_analyze(args):
 def cmd_merge(args):
     from .merge import merge
 
-    command = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
-    report = merge(args.paths, args.output, overwrite=args.overwrite, command=command)
+    report = merge(args.paths, args.output, overwrite=args.overwrite,
+                   command=recorded_command(args))
     print(report, file=sys.stderr)
     return 0
 

@@ -15,6 +15,7 @@ import numpy as np
 from .codes import DecodeError
 from .records import INPUTS, empty_record
 
+
 class WaitPolicy:
     """When a scheme stops waiting. Approximate schemes wait by the policy: the fastest
     N - S results, everything by a deadline, or all. Exact schemes (uncoded, replication, lcc)

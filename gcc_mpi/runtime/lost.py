@@ -50,12 +50,9 @@ class Losses:
         node) or the job was ended elsewhere."""
         m = self.master
         found = m.deaths.news(failure)
-        point, trial = m.where
+        point = m.where[0]
         for rank in sorted(found):
-            # the oldest round in flight that waited for it, else the trial last started
-            t = min((r.trial for r in m.rounds.values() if rank - 1 in r.pending),
-                    default=trial)
-            m.deaths.bury(rank, point, t, m.writer)
+            m.deaths.bury(rank, point, self.trial_owed(rank - 1), m.writer)
             m.orphans += m.hung.forget(rank)
             m.notices.forget(rank)
         m.stats["lost"] += len(found)
@@ -64,6 +61,12 @@ class Losses:
                 if w + 1 in found:
                     self.forget(r, k, w)
         return found
+
+    def trial_owed(self, w):
+        """The trial a lost worker w is counted lost in: the oldest round in flight that waits
+        for it, else the trial last started."""
+        m = self.master
+        return min((r.trial for r in m.rounds.values() if w in r.pending), default=m.where[1])
 
     def after_failure(self, failure):
         """A wait ended because a rank died: bury it, then return the replies of the live
@@ -119,8 +122,8 @@ class Losses:
         skips that task if it comes back) — and its requests in their slots are parked; it
         gets no task until they complete. Said on stderr and in the file's ``hung``."""
         m = self.master
-        w, (point, trial) = rank - 1, m.where
-        t = min((r.trial for r in m.rounds.values() if w in r.pending), default=trial)
+        w, point = rank - 1, m.where[0]
+        t = self.trial_owed(w)
         for r in sorted(m.rounds.values(), key=lambda r: r.seq):
             if w not in r.pending:
                 continue

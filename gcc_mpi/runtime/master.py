@@ -69,7 +69,7 @@ class Master:
     """The master's side of the protocol: ``round`` (one at a time) or ``start`` and
     ``advance`` (several in flight, ``trials``).
 
-    ``stop``: the run's ``interrupts.Interruptions`` (SIGTERM, SIGINT, job.time_limit);
+    ``stop``: the run's ``interrupts.InterruptFlag`` (SIGTERM, SIGINT, job.time_limit);
     ``notice``: counts hydra's dead-process notices; ``peers``: {rank: (pid, host)} from
     HELLO; ``host``: this rank's host; ``ft``: ULFM is on (dead ranks are found by asking
     MPI)."""

@@ -132,11 +132,12 @@ class ProbeWork:
         """After the workers' EXITs: their compute times, the probe file, the table."""
         from ..traces import write_probe
         from .mpi import library
+        from .startup import worker_hosts
 
         compute = self._compute_times(master)
-        hosts = [master.peers.get(r, (None, "?"))[1] for r in range(1, self.comm.size)]
         out, done = self.plan.output, self.done
-        write_probe(out, self.arrival[:done], compute, hosts, range(1, self.comm.size),
+        write_probe(out, self.arrival[:done], compute, worker_hosts(master),
+                    range(1, self.comm.size),
                     complete=interrupted is None, config=self.plan.job.to_toml(),
                     command=self.plan.command, mpi=library(self.MPI),
                     master_host=self.MPI.Get_processor_name(), master=self.master_work[:done])

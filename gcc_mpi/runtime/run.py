@@ -46,8 +46,9 @@ class RunWork:
         self.writer.close(complete=False)
 
     def started(self, master):
-        hosts = [master.peers.get(r, (None, "?"))[1] for r in range(1, self.comm.size)]
-        self.writer.set_hosts([self.MPI.Get_processor_name()] + hosts)
+        from .startup import worker_hosts
+
+        self.writer.set_hosts([self.MPI.Get_processor_name()] + worker_hosts(master))
 
     def rounds(self, master):
         from ..progress import Progress
@@ -66,10 +67,11 @@ class RunWork:
         print(f"wrote {self.plan.output}", file=sys.stderr)
 
     def interrupted(self, e):
+        from ..interrupts import kept_line
+
         total = len(self.prepared) * self.plan.job.config.job.trials
-        print(f"gcc_mpi: {e} after {self.progress.done} of {total} trials; {self.plan.output} "
-              "holds them (complete = false): the same command with --resume continues",
-              file=sys.stderr, flush=True)
+        print(kept_line(e, self.progress.done, total, self.plan.output), file=sys.stderr,
+              flush=True)
 
     def finished(self, master, code, interrupted):
         return code

@@ -84,6 +84,11 @@ def end_silent(master, ranks):
     hung.signal(deaths, ranks, signal.SIGKILL)
 
 
+def worker_hosts(master):
+    """The host of each worker, rank 1 on, as its HELLO said ("?" for one that never did)."""
+    return [master.peers.get(r, (None, "?"))[1] for r in range(1, master.comm.size)]
+
+
 def read_pid_map(line):
     """{rank: (pid, host)} from a ``pid_map`` text (what follows "ranks by host and pid: " on
     rank 0's start-up line): how tests and benchmarks find the process of a rank."""
