@@ -9,8 +9,8 @@ from pathlib import Path
 from common import point_setup
 from workloads import blurred_digits, trefoil
 
-from gcc_mpi.config import load_default_job
-from gcc_mpi.setup import PointSetup
+from gcc_mpi.job.config import load_default_job
+from gcc_mpi.core.point import PointSetup
 
 HERE = Path(__file__).resolve().parent
 USER_F = f"{HERE / 'workloads.py'}"

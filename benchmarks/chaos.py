@@ -40,7 +40,7 @@ line about it, which must name the victim if it says which rank died, the file r
 received set is the same in both must be equal in every dataset but the timings; a trial whose
 sets differ raced (under load a worker that is no straggler may answer later than the
 stragglers' 0.25 s in one run) and is equal only if each file's record is its decode replayed in
-this process from its own received set (``gcc_mpi.simulate.replay``). Printed: one line per run
+this process from its own received set (``gcc_mpi.core.simulate.replay``). Printed: one line per run
 (with its raced trials), then the table the issue asks for, its tallies per fault kind, and the
 raced trials in all.
 """
@@ -63,7 +63,7 @@ import numpy as np
 from launch import mpiexec
 
 from gcc_mpi.runtime.warden import process_gone
-from gcc_mpi.simulate import replay
+from gcc_mpi.core.simulate import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS_SSH = ROOT / ".ci" / "hosts-ssh"
@@ -176,12 +176,13 @@ def ranks_of(err):
 
 def trials_in(path):
     """Trials in the file's last commit, read with plain h5py and no lock: the trigger of a
-    fault. Not through gcc_mpi.results' reader: it holds a reader's lock while it reads (about
+    fault. Not through gcc_mpi.files.reader: it holds a reader's lock while it reads (about
     10 ms a poll here), and a commit that finds a reader writes its pages into the journal only
-    (gcc_mpi.journal), so polling every 20 ms left a journal beside the file at 96 of 364 polls
-    of a 60-trial run, against 0 of 683 polls this way: the faults would land on another writer
-    than a user's job has. Plain h5py opens the last commit (a poll that meets a commit's
-    sub-millisecond in-place write may read a mix: then it counts 0 or a commit's count)."""
+    (gcc_mpi.files.journal), so polling every 20 ms left a journal beside the file at 96 of
+    364 polls of a 60-trial run, against 0 of 683 polls this way: the faults would land on
+    another writer than a user's job has. Plain h5py opens the last commit (a poll that meets a
+    commit's sub-millisecond in-place write may read a mix: then it counts 0 or a commit's
+    count)."""
     import h5py
 
     try:
@@ -271,10 +272,11 @@ def same_results(a, b):
     sets (``used``) agree in both must be equal in every dataset but the timings. A trial whose
     sets differ is a race of arrivals (under load a worker that is no straggler can answer
     later than the stragglers' 0.25 s in one of the runs): it is equal only if each file's
-    record is the decode replayed in this process from its own used set (gcc_mpi.simulate.replay:
+    record is the decode replayed in this process from its own used set
+    (gcc_mpi.core.simulate.replay:
     every field the encode and the decode set, to REPLAY_RTOL), and the rest (delays, erasures)
     is equal in both."""
-    from gcc_mpi.results import read_results
+    from gcc_mpi.files.reader import read_results
 
     files = [read_results(a, whole=True), read_results(b, whole=True)]
     if not all(f.complete for f in files):
@@ -324,8 +326,8 @@ def _same(u, v, rtol=0.0):
 
 def _setup(results, path):
     """The PointSetup of a results file's first point, from the job it records (its f beside it)."""
-    from gcc_mpi.config import parse_job
-    from gcc_mpi.setup import PointSetup
+    from gcc_mpi.job.config import parse_job
+    from gcc_mpi.core.point import PointSetup
 
     job = parse_job(results.config_toml, base_dir=Path(path).parent)
     return PointSetup.build(job.points[0].config, job.base_dir)

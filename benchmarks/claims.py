@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gcc_mpi.analyze import summarize
-from gcc_mpi.rates import FLOOR_DB, fit_rate_details
-from gcc_mpi.results import read_results
+from gcc_mpi.reports.analyze import summarize
+from gcc_mpi.reports.rates import FLOOR_DB, fit_rate_details
+from gcc_mpi.files.reader import read_results
 
 CLAIMS_DIR = Path(__file__).resolve().parent.parent / "jobs" / "claims"
 RESAMPLES = 2000

@@ -11,9 +11,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from gcc_mpi.config import load_job  # noqa: E402
-from gcc_mpi.simulate import simulate_scheme  # noqa: E402
-from gcc_mpi.setup import PointSetup  # noqa: E402
+from gcc_mpi.job.config import load_job  # noqa: E402
+from gcc_mpi.core.simulate import simulate_scheme  # noqa: E402
+from gcc_mpi.core.point import PointSetup  # noqa: E402
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 

@@ -1,6 +1,6 @@
 """The default job at every allocation: NMSE of each scheme for R = 4..64 ranks (N = R - 1).
 
-The default job picks K and S from N (gcc_mpi.config.fit_default_job); this runs it exactly as
+The default job picks K and S from N (gcc_mpi.job.config.fit_default_job); this runs it exactly as
 `mpiexec -n R python -m gcc_mpi` would (same trials and seed, in the simulator, which gives
 the same received sets and so the same accuracy), and on held-out seeds. It prints one line per
 R and the worst approximate scheme at any R, which must stay below -10 dB.
@@ -18,8 +18,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from gcc_mpi.config import load_default_job  # noqa: E402
-from gcc_mpi.simulate import block_columns, prepare  # noqa: E402
+from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.core.simulate import block_columns, prepare  # noqa: E402
 
 APPROXIMATE = ("bacc", "letcc", "gcc", "gcc-manifold")
 GOAL_DB = -10.0

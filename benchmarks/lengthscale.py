@@ -27,8 +27,8 @@ from cases import GROUPS, SHIPPED, TUNING, each_case, setup_of
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
-from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.setup import scheme_options
+from gcc_mpi.core.simulate import simulate_scheme
+from gcc_mpi.core.point import scheme_options
 
 FIXED = [0.03, 0.1, 0.3, 1.0, 3.0]
 SCHEMES = ["gcc", "gcc-manifold"]

@@ -224,7 +224,7 @@ def plain_h5py_opens(path):
 
 
 def trials_in(path):
-    from gcc_mpi.results import ResultsFile
+    from gcc_mpi.files.reader import ResultsFile
 
     with ResultsFile(path) as f:
         return min((f.trials(p.index, s) for p in f.points for s in p.schemes), default=0)
@@ -232,7 +232,7 @@ def trials_in(path):
 
 def same_results(a, b, timings=False):
     """Whether two complete files hold the same datasets (timings aside, unless ``timings``)."""
-    from gcc_mpi.results import mismatches, read_results
+    from gcc_mpi.files.reader import mismatches, read_results
 
     return (read_results(a).complete and read_results(b).complete
             and not mismatches(a, b, ignore=() if timings else None))

@@ -25,7 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from gcc_mpi.config import load_default_job  # noqa: E402
+from gcc_mpi.job.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import abort_on_error, resolve_wait  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
 from gcc_mpi.runtime.trials import run_trials  # noqa: E402
@@ -84,7 +84,7 @@ def job_for(size, args, depth):
 
 def run_depth(master, job):
     """(seconds, records) of every trial of ``job`` on the workers."""
-    from gcc_mpi.setup import prepare
+    from gcc_mpi.core.point import prepare
 
     prepared = prepare(job)
     records = Records()

@@ -20,12 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gcc_mpi.__main__ import main as cli  # first: it pins BLAS to one thread before numpy loads
+from gcc_mpi.cli.main import main as cli  # first: it pins BLAS to one thread before numpy loads
 
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from gcc_mpi.results import read_results  # noqa: E402
+from gcc_mpi.files.reader import read_results  # noqa: E402
 
 
 def kendall_tau(x, y):

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import mpi_floor  # noqa: E402
-from gcc_mpi.config import load_default_job  # noqa: E402
+from gcc_mpi.job.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import resolve_wait  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
 from gcc_mpi.runtime.worker import build_targets  # noqa: E402
@@ -92,7 +92,7 @@ def main():
     job = job_for(comm.size, args.target)
     setup = None
     if comm.rank == 0:
-        from gcc_mpi.setup import prepare
+        from gcc_mpi.core.point import prepare
 
         (_, setup), = prepare(job)
         floor, floor_f, protocol, rounds = [], [], [], []

@@ -7,7 +7,7 @@ DIR is another checkout of the project (e.g. ``git worktree add ../before HEAD~5
 the default job, jobs/*.toml, jobs/claims/*.toml and examples/*.toml — runs as a user runs it,
 ``python -m gcc_mpi simulate JOB -o OUT.h5 -q --set job.trials=T``, once with this checkout's
 gcc_mpi and once with DIR's (PYTHONPATH), from a scratch folder. The files are compared by
-``gcc_mpi.results.mismatches`` with only the measured times ignored (``records.MEASURED``: the
+``gcc_mpi.files.reader.mismatches`` with only the measured times ignored (``records.MEASURED``: the
 simulator's arrivals, waits and stop times are derived from the seeds and must agree too).
 ``--trials 0`` runs each job's own number of trials. Prints one line per job and exits 1 if any
 differ: a change meant to leave behaviour alone (a refactoring) must print "same" everywhere.
@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's gcc_mpi, whatever is installed
 
-from gcc_mpi.records import MEASURED  # noqa: E402
-from gcc_mpi.results import mismatches  # noqa: E402
+from gcc_mpi.job.records import MEASURED  # noqa: E402
+from gcc_mpi.files.reader import mismatches  # noqa: E402
 
 
 def shipped_jobs():

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from launch import mpiexec
 
-from gcc_mpi.analyze import summarize_scheme
-from gcc_mpi.config import load_job
-from gcc_mpi.results import read_results
+from gcc_mpi.reports.analyze import summarize_scheme
+from gcc_mpi.job.config import load_job
+from gcc_mpi.files.reader import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -37,11 +37,11 @@ from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does
 
 import numpy as np
 
-from gcc_mpi.config import load_job
-from gcc_mpi.setup import prepare
-from gcc_mpi.records import MEASURED
-from gcc_mpi.results import mismatches
-from gcc_mpi.simulate import simulate_job
+from gcc_mpi.job.config import load_job
+from gcc_mpi.core.point import prepare
+from gcc_mpi.job.records import MEASURED
+from gcc_mpi.files.reader import mismatches
+from gcc_mpi.core.simulate import simulate_job
 
 TARGET = 2000.0  # trials/s per scheme (issue 7)
 RATIO_TARGET = 1.5  # CPU per trial of lengthscale "auto" over a fixed one (issue 29)

@@ -27,8 +27,8 @@ from cases import (GROUPS, HELD_OUT, HELD_OUT_3, HELD_OUT_29, HELD_OUT_29B, MINI
                    SHIPPED, TUNING, each_case, setup_of)
 
 from gcc_mpi.codes import make_code
-from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.setup import scheme_options
+from gcc_mpi.core.simulate import simulate_scheme
+from gcc_mpi.core.point import scheme_options
 
 SCHEMES = ["letcc", "gcc", "gcc-manifold"]
 RESAMPLES = 2000

@@ -113,13 +113,13 @@ def floor_loop(args):
 PARTS = [("waiting for results (Waiter.some)", "Waiter.some (mpi.py)"),
          ("  of which sleeping", "Backoff.sleep (mpi.py)"),
          ("decode and score", "decode_and_score (trial.py)"),
-         ("draw inputs and delays", "PointSetup.draw (setup.py)"),
+         ("draw inputs and delays", "PointSetup.draw (point.py)"),
          ("  of which seeding", "TrialRngs.__call__ (seeds.py)"),
-         ("reference f(X)", "PointSetup.reference (setup.py)"),
+         ("reference f(X)", "PointSetup.reference (point.py)"),
          ("encode and scatter (Master.start)", "Master.start (master.py)"),
          ("  of which encode", "encode_record (trial.py)"),
          ("records and commits (collect)", "Book.collect (trials.py)"),
-         ("  of which commits", "ResultWriter.commit (results.py)"),
+         ("  of which commits", "ResultWriter.commit (writer.py)"),
          ("each reply (Master.take)", "Master.take (master.py)"),
          ("STOPs and retiring a round", "Master.retire (master.py)")]
 
@@ -167,7 +167,7 @@ def run_cmd(ranks, scheme, trials, out):
 
 def enc_dec_ms(path, scheme):
     """Mean encode + decode and mean latency (encode to decoded) of the scheme's trials, ms."""
-    from gcc_mpi.results import read_results
+    from gcc_mpi.files.reader import read_results
 
     (point,) = read_results(path).points
     rows = point.schemes[scheme]

@@ -45,7 +45,7 @@ def bump_field(X):
 def blurred_digits(path):
     """User data: the shipped digits blurred with their four neighbours and jittered (a data
     file a user might bring: 1797 rows of 64 pixels). Written to ``path`` (.npy)."""
-    from gcc_mpi.datasets import load_dataset
+    from gcc_mpi.job.datasets import load_dataset
     X = load_dataset("digits").X.reshape(-1, 8, 8)
     B = X.copy()
     B[:, 1:] += X[:, :-1]

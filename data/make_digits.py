@@ -5,7 +5,7 @@ Rerun from the repository root (scikit-learn is a dev-only dependency)::
     python data/make_digits.py
 
 The archive holds ``X`` (1797 x 64, uint8, pixel counts 0..16) and ``y`` (uint8 labels 0..9).
-``gcc_mpi.datasets`` divides X by 16 at load time; uint8 keeps the file about 4x smaller than
+``gcc_mpi.job.datasets`` divides X by 16 at load time; uint8 keeps the file about 4x smaller than
 float32 and loses nothing, since the pixels are integers.
 """
 

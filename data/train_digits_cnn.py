@@ -27,7 +27,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch import nn
 
-from gcc_mpi.datasets import load_dataset
+from gcc_mpi.job.datasets import load_dataset
 
 OUT = Path(__file__).resolve().parents[1] / "gcc_mpi" / "_data" / "digits_cnn.onnx"
 EPOCHS, BATCH, LR = 60, 32, 3e-3

@@ -5,7 +5,7 @@ Rerun from the repository root after ``data/make_digits.py`` (scikit-learn is de
     python data/train_digits_mlp.py
 
 Reproducible: fixed split (25 % test, stratified, random_state=0) and random_state=0 for the
-network.  Inputs are X/16 in [0, 1], the scaling ``gcc_mpi.datasets`` applies to ``digits``.
+network.  Inputs are X/16 in [0, 1], the scaling ``gcc_mpi.job.datasets`` applies to ``digits``.
 The archive holds W0, b0, W1, b1, W2, b2 (float64, W of shape (inputs, outputs)) and
 ``activation`` = "relu"; the network output is the logits (no softmax).  The script checks
 that gcc_mpi's numpy forward pass predicts the same classes as scikit-learn.
@@ -19,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 
-from gcc_mpi.datasets import load_dataset
+from gcc_mpi.job.datasets import load_dataset
 from gcc_mpi.targets.mlp import MLPTarget
 
 OUT = Path(__file__).resolve().parents[1] / "gcc_mpi" / "_data" / "digits_mlp.npz"

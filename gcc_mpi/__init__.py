@@ -18,8 +18,9 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _API = {
     "DecodeError": "codes", "LinearCode": "codes", "check_code": "codes", "make_code": "codes",
-    "Job": "config", "JobError": "errors", "Results": "results", "read_results": "results",
-    "summarize": "analyze",
+    "Job": "job.config", "JobError": "errors", "Results": "files.reader",
+    "read_results": "files.reader",
+    "summarize": "reports.analyze",
     "load_job": "api", "check": "api", "run_simulation": "api", "compare": "api",
     "differences": "api", "to_dataframe": "api", "plot": "api", "report": "api",
     "schemes": "api",

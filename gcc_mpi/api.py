@@ -20,17 +20,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import analyze as _analyze
-from . import config as _config
-from . import preflight
-from .analyze import summarize
+from .reports import analyze as _analyze
+from .job import config as _config
+from .core import preflight
+from .reports.analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
-from .config import Job, select_points
+from .job.config import Job, select_points
 from .errors import JobError
-from .outputs import refuse
-from .records import PER_TRIAL
-from .registry import available
-from .results import Results, read_results
+from .files.outputs import refuse
+from .job.records import PER_TRIAL
+from .job.registry import available
+from .files.reader import Results, read_results
 
 __all__ = ["DecodeError", "Job", "JobError", "LinearCode", "Results", "check", "check_code",
            "compare", "differences", "load_job", "make_code", "plot", "read_results", "report",
@@ -138,7 +138,7 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     JobError
         Bad input, before any work and without touching an existing ``output``.
     """
-    from .interrupts import InterruptFlag
+    from .core.interrupts import InterruptFlag
 
     stop = stop or InterruptFlag()
     stop.set_limit(job.config.job.time_limit)
@@ -161,10 +161,10 @@ def _simulate_into(out, job, prepared, overwrite, resume, progress, stop, comman
     """The simulation of the prepared points into the results file ``out``; on an interruption
     the file is closed (complete = false, with every finished trial) and ``Interrupted`` says
     how many trials were done, and where they are kept (``kept``: None when in memory)."""
-    from .interrupts import Interrupted
-    from .progress import Progress
-    from .results import ResultWriter
-    from .simulate import simulate_job
+    from .core.interrupts import Interrupted
+    from .core.progress import Progress
+    from .files.writer import ResultWriter
+    from .core.simulate import simulate_job
 
     total = len(prepared) * job.config.job.trials
     shown = Progress(total, points=len(prepared), quiet=not progress)
@@ -183,7 +183,7 @@ def _job_text(job):
 
 def _note_master_scale(prepared):
     """Say once when a probe's trace scales the simulated encode and decode times."""
-    from .simulate import master_scale, own_reference
+    from .core.simulate import master_scale, own_reference
 
     trace = next((s.trace for _, s in prepared if s.trace is not None), None)
     if trace is not None and trace.master is not None:
@@ -221,7 +221,7 @@ def differences(rows):
         the half-width of its 95 % interval (``<stat>_ci95``) and whether the difference is
         larger (``<stat>_differs``).
     """
-    from .comparison import differences as found
+    from .reports.comparison import differences as found
 
     return found(rows)
 
@@ -294,7 +294,7 @@ def plot(results, folder, *, labels=None, formats=("png", "svg")):
     list of str
         The files written. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
     """
-    from .plots import save_all
+    from .reports.plots import save_all
 
     return save_all(*_analyze.Analysis(results, labels).figures(), folder, tuple(formats))
 
@@ -308,8 +308,8 @@ def report(results, path, *, labels=None):
     str
         ``path``. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
     """
-    from .html_report import build
-    from .plots import require_matplotlib
+    from .reports.html import build
+    from .reports.plots import require_matplotlib
 
     require_matplotlib()
     page = build(_analyze.Analysis(results, labels))

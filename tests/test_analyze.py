@@ -1,4 +1,4 @@
-"""Summaries of a results file against hand-computed values (gcc_mpi.analyze)."""
+"""Summaries of a results file against hand-computed values (gcc_mpi.reports.analyze)."""
 
 import csv
 import json
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from gcc_mpi.analyze import format_table, main_analyze, summarize, to_json, write_csv
+from gcc_mpi.reports.analyze import format_table, main_analyze, summarize, to_json, write_csv
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import ResultWriter
+from gcc_mpi.files.writer import ResultWriter
 
 NAN = float("nan")
 
@@ -125,7 +125,7 @@ def test_main_analyze(h5, tmp_path, capsys):
 
 
 def test_fit_rates_recovers_a_power_law_and_names_bad_keys():
-    from gcc_mpi.analyze import fit_rates
+    from gcc_mpi.reports.analyze import fit_rates
     from gcc_mpi.errors import JobError
 
     rows = [{"point": {"code.workers": n}, "scheme": s, "nmse": c * n ** -p}
@@ -164,7 +164,7 @@ def test_erasures_by_kind_and_lost_workers(tmp_path):
 def test_rate_leaves_out_the_round_off_floor_and_gives_stderr():
     from scipy.stats import linregress
 
-    from gcc_mpi.analyze import FLOOR_DB, fit_rate_details, format_rates, rates_json
+    from gcc_mpi.reports.analyze import FLOOR_DB, fit_rate_details, format_rates, rates_json
 
     ns = [20, 40, 80, 160, 320]
     noisy = [3e-2 * n ** -3 * f for n, f in zip(ns, [1.3, 0.8, 1.1, 0.9, 1.2])]
@@ -189,7 +189,7 @@ def test_rate_leaves_out_the_round_off_floor_and_gives_stderr():
 
 @pytest.mark.parametrize("option", ["--csv", "--plot"])
 def test_analyze_output_mistakes_are_one_line(h5, tmp_path, capsys, option):
-    from gcc_mpi.__main__ import main
+    from gcc_mpi.cli.main import main
 
     folder, file = tmp_path / "folder", tmp_path / "file.txt"
     folder.mkdir()

@@ -12,7 +12,7 @@ from mpirun import needs_mpiexec
 from mpirun import run as launch
 
 from gcc_mpi import __version__
-from gcc_mpi.__main__ import build_parser, invoked_as, main
+from gcc_mpi.cli.main import build_parser, invoked_as, main
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 APPROXIMATE = ("bacc", "letcc", "gcc", "gcc-manifold")

@@ -15,10 +15,10 @@ import pytest
 
 from jobfiles import small_job
 
-from gcc_mpi.__main__ import main
-from gcc_mpi.analyze import binomial_ppf, quantile_ci95
-from gcc_mpi.comparison import differences, labels_for
-from gcc_mpi.results import ResultWriter
+from gcc_mpi.cli.main import main
+from gcc_mpi.reports.analyze import binomial_ppf, quantile_ci95
+from gcc_mpi.reports.comparison import differences, labels_for
+from gcc_mpi.files.writer import ResultWriter
 
 CONFIG = '[job]\nname = "{name}"\n[stragglers]\ncount = {count}\n'
 

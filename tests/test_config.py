@@ -8,9 +8,11 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gcc_mpi import config as C
-from gcc_mpi.config import (Config, Job, get, load_default_job, load_job, parse_job, parse_override,
-                            replace, resolved_lcc_degree, resolved_stragglers)
+from gcc_mpi.job import config as C
+from gcc_mpi.job.config import (
+    Config, Job, get, load_default_job, load_job, parse_job, parse_override, replace,
+    resolved_lcc_degree, resolved_stragglers,
+)
 from gcc_mpi.errors import JobError
 
 
@@ -401,7 +403,7 @@ def test_default_job():
 
 
 def test_default_job_fits_any_allocation():
-    from gcc_mpi.config import fit_default_job
+    from gcc_mpi.job.config import fit_default_job
 
     for n in range(1, 200):  # N - S >= 2K from 5 workers (4: K = 1), S >= 1 from 2, K <= 10
         K, S = fit_default_job(n)

@@ -4,7 +4,7 @@ import h5py
 import numpy as np
 import pytest
 
-from gcc_mpi.datasets import load_dataset
+from gcc_mpi.job.datasets import load_dataset
 from gcc_mpi.errors import JobError
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gcc_mpi import config
+from gcc_mpi.job import config
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,9 +8,9 @@ import pytest
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.gcc_manifold import REACH, reach
-from gcc_mpi.config import load_job
-from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.setup import PointSetup, scheme_options
+from gcc_mpi.job.config import load_job
+from gcc_mpi.core.simulate import simulate_scheme
+from gcc_mpi.core.point import PointSetup, scheme_options
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
 SPACING = np.pi / 24

@@ -23,13 +23,14 @@ from hypothesis import strategies as st
 
 from mpirun import KEEP_GOING, OPENMPI, Launch, needs_mpiexec, run
 
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.erasures import HUNG, LOST, NONFINITE, RAISED, SHAPE, evaluate_rows, summary
+from gcc_mpi.core.erasures import HUNG, LOST, NONFINITE, RAISED, SHAPE, evaluate_rows, summary
 from gcc_mpi.errors import JobError
-from gcc_mpi.progress import Progress
-from gcc_mpi.results import ResultWriter, mismatches, read_results
-from gcc_mpi.trial import WaitPolicy
+from gcc_mpi.core.progress import Progress
+from gcc_mpi.files.writer import ResultWriter
+from gcc_mpi.files.reader import mismatches, read_results
+from gcc_mpi.core.trial import WaitPolicy
 
 
 

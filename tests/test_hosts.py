@@ -21,9 +21,9 @@ from mpirun import BED, CI, KEEP_GOING, OPENMPI, Launch, needs_mpiexec, ranks_of
 from test_faults import SLOW, SLOW_F, assert_consistent, trials_in, write
 from test_runtime import AGREE, assert_same_as_simulate
 
-from gcc_mpi.erasures import HUNG, LOST
-from gcc_mpi.traces import read_probe
-from gcc_mpi.results import read_results
+from gcc_mpi.core.erasures import HUNG, LOST
+from gcc_mpi.files.traces import read_probe
+from gcc_mpi.files.reader import read_results
 
 on_hosts = pytest.mark.hosts
 

@@ -23,9 +23,9 @@ import numpy as np
 import writer_child
 from writer_child import POINTS, SCHEMES, TRIALS, rows
 
-from gcc_mpi import journal
-from gcc_mpi.journal import journal_path
-from gcc_mpi.results import ResultsFile
+from gcc_mpi.files import journal
+from gcc_mpi.files.journal import journal_path
+from gcc_mpi.files.reader import ResultsFile
 
 CHILD = Path(__file__).resolve().parent / "writer_child.py"
 TIMEOUT = 60  # seconds for a child to reach an event (a guard against hangs)

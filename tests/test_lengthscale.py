@@ -8,15 +8,15 @@ import h5py
 import numpy as np
 import pytest
 
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52
 from gcc_mpi.codes.lengthscale import START, LengthscaleSmoother, lengthscale_grid, search
 from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
-from gcc_mpi.config import load_job
-from gcc_mpi.simulate import simulate_scheme
-from gcc_mpi.setup import PointSetup, scheme_options
+from gcc_mpi.job.config import load_job
+from gcc_mpi.core.simulate import simulate_scheme
+from gcc_mpi.core.point import PointSetup, scheme_options
 
 from pathlib import Path
 

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.manifold import manifold_alpha, path_length, tour_order
 from gcc_mpi.codes.points import chebyshev_alpha
-from gcc_mpi.results import read_results
+from gcc_mpi.files.reader import read_results
 
 
 def helix(t):

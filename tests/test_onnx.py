@@ -14,14 +14,14 @@ import pytest
 import onnx  # the [test] extra installs both: missing is a failure, not a skip
 from onnx import TensorProto, helper, numpy_helper
 
-from gcc_mpi.__main__ import main
-from gcc_mpi.config import load_job, parse_job
-from gcc_mpi.datasets import load_dataset
+from gcc_mpi.cli.main import main
+from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.job.datasets import load_dataset
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import read_results
+from gcc_mpi.files.reader import read_results
 from gcc_mpi.targets import make_target, target_for, try_one_row
 from gcc_mpi.targets import onnx as onnx_target
-from gcc_mpi.setup import PointSetup
+from gcc_mpi.core.point import PointSetup
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
 

@@ -17,7 +17,7 @@ from test_faults import write
 from test_runtime import LATE, SLOW_F as LATE_F, SMALL, assert_same_as_simulate, check_contract
 from test_runtime import check_late_results_unused
 
-from gcc_mpi.results import read_results
+from gcc_mpi.files.reader import read_results
 
 
 def in_flight(res):

@@ -1,12 +1,13 @@
-"""What validate, run and simulate check before any work (gcc_mpi.preflight, gcc_mpi.resources):
-each problem is one line naming its key and exit code 2, each warning one line, printed once."""
+"""What validate, run and simulate check before any work (gcc_mpi.core.preflight,
+gcc_mpi.core.resources): each problem is one line naming its key and exit code 2, each warning
+one line, printed once."""
 
 import numpy as np
 import pytest
 
-from gcc_mpi import resources
-from gcc_mpi.__main__ import main
-from gcc_mpi.config import parse_job
+from gcc_mpi.core import resources
+from gcc_mpi.cli.main import main
+from gcc_mpi.job.config import parse_job
 from gcc_mpi.errors import JobError
 
 FUNCTIONS = '''import numpy as np
@@ -122,7 +123,7 @@ def test_estimate_follows_the_codes_and_imports_no_scipy():
     from gcc_mpi.codes.base import LinearCode
 
     assert all(resources.cache_size(n) == LinearCode(n, 1).cache_size for n in (1, 30, 64, 5000))
-    code = ("import sys, gcc_mpi.preflight; "
+    code = ("import sys, gcc_mpi.core.preflight; "
             "sys.exit(any(m.startswith(('scipy', 'gcc_mpi.codes')) for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

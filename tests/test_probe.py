@@ -17,10 +17,10 @@ import pytest
 from mpirun import Launch, needs_mpiexec
 from mpirun import run as launch
 
-from gcc_mpi.__main__ import main
-from gcc_mpi.traces import FORMAT, baseline, read_probe, write_probe
-from gcc_mpi.results import read_results
-from gcc_mpi.stragglers import Trace, draw_delays
+from gcc_mpi.cli.main import main
+from gcc_mpi.files.traces import FORMAT, baseline, read_probe, write_probe
+from gcc_mpi.files.reader import read_results
+from gcc_mpi.job.stragglers import Trace, draw_delays
 
 SLOW = Path(__file__).with_name("slow_by_rank.py")
 STEP = 0.05  # slow_by_rank.STEP
@@ -147,9 +147,9 @@ def test_a_probed_rank_0_scales_the_simulated_encode_and_decode(tmp_path, monkey
     """The probe's rank 0 took 4x what this process takes for the reference computation: the
     simulator's encode and decode times are 4x its own and the latency is their sum with the
     wait; a file without that measurement (or a plain delay file) scales nothing."""
-    import gcc_mpi.simulate as sim
-    from gcc_mpi.records import Records
-    from gcc_mpi.traces import read_trace
+    import gcc_mpi.core.simulate as sim
+    from gcc_mpi.job.records import Records
+    from gcc_mpi.files.traces import read_trace
 
     arrival = fake_probe(tmp_path / "old.h5")
     write_probe(tmp_path / "p.h5", arrival, arrival / 2, ["a"] * 3, range(1, 4), complete=True,

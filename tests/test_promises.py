@@ -27,9 +27,9 @@ from test_faults import trials_in
 from test_pipeline import PIPE, in_flight
 from test_runtime import assert_same_as_simulate, check_contract
 
-from gcc_mpi.__main__ import main
-from gcc_mpi.config import load_job, parse_job
-from gcc_mpi.results import read_results
+from gcc_mpi.cli.main import main
+from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.files.reader import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ from jobfiles import small_job
 
 import gcc_mpi
 import gcc_mpi.api
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "python.md"

@@ -17,11 +17,11 @@ import pytest
 
 from mpirun import needs_mpiexec, run
 
-from gcc_mpi import resources
-from gcc_mpi.__main__ import main
-from gcc_mpi.config import load_job, parse_job
+from gcc_mpi.core import resources
+from gcc_mpi.cli.main import main
+from gcc_mpi.job.config import load_job, parse_job
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import ResultsFile
+from gcc_mpi.files.reader import ResultsFile
 from test_faults import assert_same_results
 
 JOBS = Path(__file__).resolve().parent.parent / "jobs"
@@ -29,8 +29,8 @@ JOBS = Path(__file__).resolve().parent.parent / "jobs"
 LIMITED = textwrap.dedent("""
     import resource, sys
     import h5py, numpy, scipy.linalg
-    import gcc_mpi.codes.letcc, gcc_mpi.results, gcc_mpi.simulate
-    from gcc_mpi.__main__ import main
+    import gcc_mpi.codes.letcc, gcc_mpi.files.writer, gcc_mpi.core.simulate
+    from gcc_mpi.cli.main import main
     which, extra = getattr(resource, sys.argv[1]), int(sys.argv[2])
     if which == resource.RLIMIT_AS:  # on top of what the process maps already
         status = open("/proc/self/status").read()
@@ -119,7 +119,7 @@ WRITER = textwrap.dedent("""
     import sys
     import numpy as np
     from gcc_mpi.errors import ResourceError
-    from gcc_mpi.results import ResultWriter
+    from gcc_mpi.files.writer import ResultWriter
     try:
         with ResultWriter(sys.argv[1], config_toml="x = 1", command="t", mpi="simulate",
                           resume=True) as w:
@@ -210,7 +210,7 @@ def test_a_full_disk_in_an_mpi_run_is_one_line_from_rank_0_and_exit_1(tmp_path):
     code, _, err = run(["run", "full.toml", "-o", "cut.h5", "-q"], tmp_path, 5)
     errors = [line for line in err.splitlines() if line.startswith("gcc_mpi: error:")]
     # (a worker that MPI_Abort ends may print its own traceback of the interrupted wait)
-    assert code == 1 and "ResourceError" not in err and "results.py" not in err, err
+    assert code == 1 and "ResourceError" not in err and "writer.py" not in err, err
     assert len(errors) == 1 and errors[0].startswith("gcc_mpi: error: cannot write cut.h5: "
                                                      "File too large"), err
     with ResultsFile(tmp_path / "cut.h5") as f:

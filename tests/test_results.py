@@ -1,4 +1,4 @@
-"""Round trip of the HDF5 writer and reader (gcc_mpi.results)."""
+"""Round trip of the HDF5 writer and reader (gcc_mpi.files.results)."""
 
 
 import h5py
@@ -7,7 +7,9 @@ import pytest
 
 from gcc_mpi import __version__
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import FORMAT, ResultsFile, ResultWriter, read_results
+from gcc_mpi.files.format import FORMAT
+from gcc_mpi.files.reader import ResultsFile, read_results
+from gcc_mpi.files.writer import ResultWriter
 
 CONFIG = '[job]\nname = "t"\ntrials = 4\n'
 FLOATS = ("mse", "nmse", "relacc", "t_encode", "t_scatter", "t_wait", "t_decode", "latency",
@@ -170,7 +172,7 @@ def test_buffered_appends_give_the_file_of_one_block_append(tmp_path):
 def test_memory_held_does_not_grow_with_the_trials(tmp_path, monkeypatch):
     """Rows are written into the file once they reach PENDING_BYTES, commit or not; between
     commits the writer holds those rows and the pages of the next commit, not the file."""
-    import gcc_mpi.results as results
+    import gcc_mpi.files.writer as results
 
     monkeypatch.setattr(results, "PENDING_BYTES", 64 << 10)
     with writer(tmp_path / "out.h5") as w:
@@ -189,7 +191,7 @@ def test_memory_held_does_not_grow_with_the_trials(tmp_path, monkeypatch):
 def test_the_disk_changes_at_commits_only(tmp_path, monkeypatch):
     """Rows HDF5 has written since the last commit are not in the file on disk, which opens
     with plain h5py and holds that commit (no journal is left behind between commits)."""
-    import gcc_mpi.results as results
+    import gcc_mpi.files.writer as results
 
     monkeypatch.setattr(results, "PENDING_BYTES", 1 << 10)
     path = tmp_path / "out.h5"

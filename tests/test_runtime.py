@@ -13,13 +13,13 @@ import pytest
 from mpirun import MPI_NAME, needs_mpiexec
 from mpirun import run as launch
 
-from gcc_mpi.config import load_job, parse_job
-from gcc_mpi.results import read_results
+from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.files.reader import read_results
 from gcc_mpi.runtime import protocol as P
-from gcc_mpi.launcher import launcher_rank
+from gcc_mpi.core.launcher import launcher_rank
 from gcc_mpi.runtime.mpi import Backoff, resolve_wait
-from gcc_mpi.setup import PointSetup
-from gcc_mpi.simulate import replay
+from gcc_mpi.core.point import PointSetup
+from gcc_mpi.core.simulate import replay
 
 # N = ranks - 1 = 4 under -n 5; fixed stragglers 2 s late (a STOP at the deadline cuts that
 # short) and a deadline of 1 s make every received set unambiguous, even for a busy-waiting run

@@ -16,7 +16,7 @@ from mpirun import Launch, needs_mpiexec
 from test_faults import (SLOW, SLOW_F, assert_consistent, lines, start_slow_simulate, trials_in,
                          witnessed, write)
 
-from gcc_mpi.results import read_results
+from gcc_mpi.files.reader import read_results
 
 STOPPED = (r"gcc_mpi: stopped {how} after \d+ of {trials} trials; {out} holds them "
            r"\(complete = false\): the same command with --resume continues")

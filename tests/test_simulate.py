@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.config import parse_job
-from gcc_mpi.erasures import evaluate_rows, summary
-from gcc_mpi.records import MEASURED
-from gcc_mpi.results import read_results
-from gcc_mpi.simulate import concat
-from gcc_mpi.seeds import trial_rngs
-from gcc_mpi.trial import WaitPolicy, decode_and_score, encode_record, failed_record
-from gcc_mpi.setup import PointSetup
+from gcc_mpi.job.config import parse_job
+from gcc_mpi.core.erasures import evaluate_rows, summary
+from gcc_mpi.job.records import MEASURED
+from gcc_mpi.files.reader import read_results
+from gcc_mpi.core.simulate import concat
+from gcc_mpi.job.seeds import trial_rngs
+from gcc_mpi.core.trial import WaitPolicy, decode_and_score, encode_record, failed_record
+from gcc_mpi.core.point import PointSetup
 
 SMALL = """
 [job]
@@ -325,7 +325,7 @@ def test_blocks_without_an_encoder_column_are_nan_there():
 def test_trial_generators_seeded_a_chunk_at_a_time_are_numpys(seed):
     """seeds.states hashes many SeedSequences at once: its state words are numpy's own, and
     TrialRngs gives trial_rngs' generators (any point, trial, across chunk edges)."""
-    from gcc_mpi.seeds import CHUNK, TrialRngs, states
+    from gcc_mpi.job.seeds import CHUNK, TrialRngs, states
 
     rng = np.random.default_rng(seed % 97)
     keys = np.column_stack([rng.integers(0, 2**32, 40), rng.integers(0, 2**32, 40),

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gcc_mpi.__main__ import main
+from gcc_mpi.cli.main import main
 from gcc_mpi.errors import JobError
-from gcc_mpi.results import read_results
-from gcc_mpi import launcher
+from gcc_mpi.files.reader import read_results
+from gcc_mpi.core import launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

@@ -40,8 +40,8 @@ def test_slope_walk_chooses_as_the_defaults_where_its_threshold_is_zero_and_the_
     import dropped
     from common import point_setup
 
-    from gcc_mpi.simulate import simulate_scheme
-    from gcc_mpi.setup import scheme_options
+    from gcc_mpi.core.simulate import simulate_scheme
+    from gcc_mpi.core.point import scheme_options
 
     setup, index = point_setup("digits-mlp", ["stragglers.count=10"])
     c = setup.config

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gcc_mpi.stragglers import MODELS, draw_delays
+from gcc_mpi.job.stragglers import MODELS, draw_delays
 
 PARAMS = dict(count=3, delay=0.5, p=0.2, rate=50.0, shift=0.02, shape=2.0, scale=0.01,
               median=0.02, sigma=0.5)

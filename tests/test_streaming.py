@@ -6,11 +6,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import gcc_mpi.quantiles as quantiles
-import gcc_mpi.results as results
-from gcc_mpi.analyze import SchemeStats, binomial_ppf, summarize, summarize_scheme
-from gcc_mpi.merge import merge
-from gcc_mpi.results import ResultsFile, ResultWriter
+import gcc_mpi.reports.quantiles as quantiles
+import gcc_mpi.files.reader as reader
+import gcc_mpi.files.writer as writer
+from gcc_mpi.reports.analyze import SchemeStats, binomial_ppf, summarize, summarize_scheme
+from gcc_mpi.files.merge import merge
+from gcc_mpi.files.reader import ResultsFile
+from gcc_mpi.files.writer import ResultWriter
 
 CONFIG = '[job]\nname = "s"\ntrials = 20000\n[code]\nworkers = 40\nschemes = ["bacc"]\n'
 
@@ -107,8 +109,8 @@ def test_analyze_and_merge_hold_a_block_not_the_file(tmp_path, monkeypatch):
     holds a few MB at most (measured 2-4 MB); reading one (point, scheme) whole takes 15 MB."""
     path = tmp_path / "big.h5"
     write(path, 20000)
-    monkeypatch.setattr(results, "READ_BYTES", 1 << 20)
-    monkeypatch.setattr(results, "PENDING_BYTES", 1 << 20)
+    monkeypatch.setattr(reader, "READ_BYTES", 1 << 20)
+    monkeypatch.setattr(writer, "PENDING_BYTES", 1 << 20)
     with ResultsFile(path) as f:
         whole = summarize_scheme(f.read(0, "bacc"))
 

@@ -15,12 +15,13 @@ import pytest
 
 from mpirun import MPI_NAME, needs_mpiexec, run
 
-from gcc_mpi.__main__ import main
-from gcc_mpi.analyze import main_analyze
-from gcc_mpi.config import load_job, parse_job, select_points
+from gcc_mpi.cli.main import main
+from gcc_mpi.reports.analyze import main_analyze
+from gcc_mpi.job.config import load_job, parse_job, select_points
 from gcc_mpi.errors import JobError
-from gcc_mpi.merge import merge
-from gcc_mpi.results import ResultWriter, read_results
+from gcc_mpi.files.merge import merge
+from gcc_mpi.files.writer import ResultWriter
+from gcc_mpi.files.reader import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -314,8 +315,8 @@ def test_plots_of_a_classifier_sweep(tmp_path):
                    'schemes = ["uncoded", "bacc", "gcc"]\n[sweep]\n"stragglers.count" = [0, 2]\n')
     out = tmp_path / "c.h5"
     assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
-    from gcc_mpi.analyze import summarize
-    from gcc_mpi.plots import plot_all
+    from gcc_mpi.reports.analyze import summarize
+    from gcc_mpi.reports.plots import plot_all
 
     res = read_results(out)
     written = plot_all(res, tmp_path / "figs", summarize(res), formats=("png",))
@@ -350,7 +351,7 @@ def test_docs_figures_exist_and_are_small():
 
 
 def test_rates_leave_out_key_values_without_a_logarithm():
-    from gcc_mpi.analyze import fit_rates
+    from gcc_mpi.reports.analyze import fit_rates
 
     rows = [{"point": {"stragglers.count": s}, "scheme": "gcc",
              "nmse": 1e-3 * s ** 2 if s else 1e-4} for s in (0, 1, 2, 4)]

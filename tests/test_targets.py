@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.polynomial import polynomial as P
 
-from gcc_mpi.datasets import load_dataset
+from gcc_mpi.job.datasets import load_dataset
 from gcc_mpi.errors import JobError
 from gcc_mpi.targets import make_target, try_one_row
 

@@ -21,8 +21,8 @@ from mpirun import KEEP_GOING, MPI_NAME, Launch, needs_mpiexec, run
 from test_faults import (DONE_WHEN, SLOW, SLOW_F, assert_consistent,
                          assert_resume_equals_a_whole_run, trials_in, write)
 
-from gcc_mpi.erasures import LOST
-from gcc_mpi.results import read_results
+from gcc_mpi.core.erasures import LOST
+from gcc_mpi.files.reader import read_results
 from gcc_mpi.runtime.mpi import FT_ENV, fault_tolerant, flavour, library
 
 needs_ulfm = pytest.mark.ulfm  # deselected under MPICH (tests/conftest.py)

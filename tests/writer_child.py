@@ -32,8 +32,8 @@ def rows(t0, n):
 
 
 def main(path, pause, slow):
-    import gcc_mpi.journal as journal
-    import gcc_mpi.results as results
+    import gcc_mpi.files.journal as journal
+    import gcc_mpi.files.writer as results
 
     results.COMMIT_SECONDS = COMMIT_SECONDS
     if pause or slow:

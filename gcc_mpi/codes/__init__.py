@@ -11,10 +11,10 @@ it.
 from collections.abc import Mapping
 from importlib import import_module
 
-from .. import user_code
-from ..config import dotted
+from ..job import user_code
+from ..job.config import dotted
 from ..errors import JobError
-from ..registry import BUILT_IN, ENTRY_POINTS, installed_schemes, is_plugin
+from ..job.registry import BUILT_IN, ENTRY_POINTS, installed_schemes, is_plugin
 from .base import DecodeError, LinearCode, check_code
 
 class _Classes(Mapping):

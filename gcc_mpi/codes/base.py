@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import JobError
-from ..records import FIELDS
+from ..job.records import FIELDS
 
 class DecodeError(RuntimeError):
     """Too few (or the wrong) results to decode: the trial is recorded as failed with this

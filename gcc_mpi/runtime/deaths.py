@@ -23,7 +23,7 @@ process on another node, or MPI's report of a failure that ``Get_failed`` never 
 import sys
 import time
 
-from ..erasures import LOST
+from ..core.erasures import LOST
 from .mpi import RankFailure
 from .warden import process_gone
 

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from ..erasures import HUNG, LOST
+from ..core.erasures import HUNG, LOST
 from . import protocol as P
 
 

@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from ..erasures import HUNG, LOST, summary
-from ..records import latency
+from ..core.erasures import HUNG, LOST, summary
+from ..job.records import latency
 from . import protocol as P
 from .deaths import Deaths, WorkerLost
 from .hung import Hung
@@ -141,7 +141,7 @@ class Master:
 
     def start(self, setup, name, point, trial, X, Y_true, delays):
         """Encode one scheme's inputs of a trial and scatter them in a free slot."""
-        from ..trial import encode_record
+        from ..core.trial import encode_record
 
         code = setup.codes[name]
         rec, X_coded = encode_record(code, X, delays)
@@ -247,7 +247,7 @@ class Master:
     def decide(self, r, decode=True):
         """Round r stops waiting: STOP its workers still busy (a queued TASK is then skipped),
         then decode and score what came (unless ``decode`` is false: an interrupted run)."""
-        from ..trial import decode_and_score
+        from ..core.trial import decode_and_score
 
         t0 = time.perf_counter()
         rows, seq, trial = self.slots.stop[r.slot], r.seq, r.trial

@@ -47,7 +47,7 @@ import traceback
 from contextlib import contextmanager
 
 from ..errors import JobError, ResourceError, resource_line
-from ..launcher import cores, launcher_local_size, launcher_rank
+from ..core.launcher import cores, launcher_local_size, launcher_rank
 
 WAIT_MODES = ("auto", "busy", "polite")
 WAIT_ENV = "GCC_MPI_WAIT"

@@ -1,5 +1,5 @@
 """``python -m gcc_mpi probe``: measure each worker's real task times over MPI (the file format
-is gcc_mpi/traces.py's, its table gcc_mpi/probe_report.py's; the lifecycle ``session``'s).
+is gcc_mpi/files/traces.py's, its table gcc_mpi/reports/probe.py's; the lifecycle ``session``'s).
 
 Rank 0 drives the run's own ``Master`` one round at a time (``Master.round``), on a probe job
 made from the user's (``probe_job``): every rank but 0 is a worker and computes the job's f on a
@@ -27,7 +27,7 @@ REPORT_GRACE = 10.0  # seconds for the workers' compute times after EXIT
 def probe_job(job, ranks, rounds):
     """The probe's job on ``ranks`` ranks: ``job``'s first sweep point, with every rank but 0 a
     worker on its own input and nothing injected, ``rounds`` times."""
-    from ..config import Job, Point, replace
+    from ..job.config import Job, Point, replace
 
     n = ranks - 1
     config = replace(job.points[0].config, {
@@ -58,7 +58,7 @@ class _Timed:
         self.output_dim = target.output_dim
 
     def __call__(self, X):
-        from ..erasures import call
+        from ..core.erasures import call
 
         t0 = time.perf_counter()
         try:
@@ -83,8 +83,8 @@ class ProbeWork:
         self.done = 0
 
     def prepare(self):
-        from ..outputs import refuse
-        from ..setup import PointSetup
+        from ..files.outputs import refuse
+        from ..core.point import PointSetup
 
         job = self.plan.job
         self.setup = PointSetup.build(job.config, job.base_dir)
@@ -98,8 +98,8 @@ class ProbeWork:
         pass
 
     def rounds(self, master):
-        from ..progress import Progress
-        from ..traces import reference_work
+        from ..core.progress import Progress
+        from ..files.traces import reference_work
 
         setup, W = self.setup, self.comm.size - 1
         master.open(setup, 0, 1)
@@ -130,7 +130,7 @@ class ProbeWork:
 
     def finished(self, master, code, interrupted):
         """After the workers' EXITs: their compute times, the probe file, the table."""
-        from ..traces import write_probe
+        from ..files.traces import write_probe
         from .mpi import library
         from .startup import worker_hosts
 

@@ -22,9 +22,9 @@ class RunWork:
     def prepare(self):
         """The checks of ``validate`` and the job set up (data, f and codes built once), the
         output refused or opened; the (d, m) of each sweep point, None for one not run."""
-        from .. import preflight
-        from ..outputs import refuse
-        from ..results import ResultWriter
+        from ..core import preflight
+        from ..files.outputs import refuse
+        from ..files.writer import ResultWriter
         from .mpi import library, local_ranks
 
         plan, comm = self.plan, self.comm
@@ -51,7 +51,7 @@ class RunWork:
         self.writer.set_hosts([self.MPI.Get_processor_name()] + worker_hosts(master))
 
     def rounds(self, master):
-        from ..progress import Progress
+        from ..core.progress import Progress
         from .trials import run_trials
 
         job = self.plan.job
@@ -67,7 +67,7 @@ class RunWork:
         print(f"wrote {self.plan.output}", file=sys.stderr)
 
     def interrupted(self, e):
-        from ..interrupts import kept_line
+        from ..core.interrupts import kept_line
 
         total = len(self.prepared) * self.plan.job.config.job.trials
         print(kept_line(e, self.progress.done, total, self.plan.output), file=sys.stderr,

@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import launcher
+from ..core import launcher
 from ..errors import JobError
-from ..interrupts import InterruptFlag, Interrupted
+from ..core.interrupts import InterruptFlag, Interrupted
 from . import mpi, protocol, witness
 from .deaths import WorkerLost
 from .mpi import SLEEP_IDLE, Waiter, abort, fault_tolerant, resolve_wait

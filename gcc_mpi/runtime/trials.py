@@ -11,8 +11,8 @@ starts (its shapes differ).
 
 import time
 
-from ..records import Records
-from ..trial import failed_record
+from ..job.records import Records
+from ..core.trial import failed_record
 from .mpi import RankFailure
 
 BLOCK = 256          # trials of records held by the master before they go to the writer

@@ -43,7 +43,7 @@ from math import isfinite
 
 import numpy as np
 
-from ..erasures import NONE, call, check, raised
+from ..core.erasures import NONE, call, check, raised
 from ..errors import JobError
 from . import protocol as P
 from . import witness

@@ -3,12 +3,12 @@
 The function maps an (n, d) float64 array to an (n, m) array, vectorised over rows.  It may
 declare ``fn.classifier = True`` (relacc is then reported) and ``fn.degree = p`` (a polynomial
 of total degree p, which LCC needs).  m is learnt by :func:`gcc_mpi.targets.probe`.  How the
-file or module is imported: gcc_mpi.user_code.
+file or module is imported: gcc_mpi.job.user_code.
 """
 
 import numpy as np
 
-from .. import user_code
+from ..job import user_code
 from ..errors import JobError
 from .base import Target
 

@@ -42,10 +42,10 @@ import weakref
 
 import numpy as np
 
-from .errors import JobError
+from ..errors import JobError
 from .quantiles import Column, percentiles
 from .rates import FLOOR_DB, fit_rate_details
-from .registry import BUILT_IN
+from ..job.registry import BUILT_IN
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -617,8 +617,9 @@ CAPTIONS = {
 def figures(results, rows, labels=()):
     """[(kind, Figure)] of every figure that applies to ``results`` (a Results, or a list of
     them compared on the same axes, named by ``labels``), summarised in ``rows``
-    (``analyze.summarize``, or the labelled rows of several files, gcc_mpi.comparison). ``kind``
-    names the figure (``mse-vs-S``, ``tradeoff``, ...; ``CAPTIONS`` says what each shows)."""
+    (``analyze.summarize``, or the labelled rows of several files, gcc_mpi.reports.comparison).
+    ``kind`` names the figure (``mse-vs-S``, ``tradeoff``, ...; ``CAPTIONS`` says what each
+    shows)."""
     require_matplotlib()
     results = list(results) if isinstance(results, (list, tuple)) else [results]
     labels = list(labels) or [None] * len(results)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import JobError
+from ..errors import JobError
 
 
 # Mean NMSE below this is at the decoders' round-off floor: lambda is at least 1e-13 of the

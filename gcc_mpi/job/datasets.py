@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import JobError
+from ..errors import JobError
 
 SOURCES = ("digits", "sphere", "swissroll", "torus", "gaussian", "file")
 MANIFOLDS = ("sphere", "swissroll", "torus")

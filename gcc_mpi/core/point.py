@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .codes import make_code
-from .config import resolved_lcc_degree, resolved_stragglers
-from .datasets import load_dataset
+from ..codes import make_code
+from ..job.config import resolved_lcc_degree, resolved_stragglers
+from ..job.datasets import load_dataset
 from .erasures import evaluate_rows
-from .errors import JobError
-from .seeds import TrialRngs
-from .stragglers import draw_delays
-from .targets import check_layout, target_for, try_one_row
-from .traces import load_trace
+from ..errors import JobError
+from ..job.seeds import TrialRngs
+from ..job.stragglers import draw_delays
+from ..targets import check_layout, target_for, try_one_row
+from ..files.traces import load_trace
 from .trial import WaitPolicy
 
 

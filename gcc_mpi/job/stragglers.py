@@ -3,7 +3,7 @@
 The arrival order, and so the received set, follows from the delays; nothing else is random.
 Every model is a function ``(rng, N, params) -> delays`` registered in MODELS, where ``params``
 is the [stragglers] section (attribute access). The "trace" model replays measured delays
-(a :class:`Trace`, loaded once by the caller from ``stragglers.path``, see gcc_mpi.traces).
+(a :class:`Trace`, loaded once by the caller from ``stragglers.path``, see gcc_mpi.files.traces).
 """
 
 import numpy as np
@@ -62,7 +62,8 @@ class Trace:
     once (a busy node, a network hiccup) stays together.
 
     ``baseline`` (per trace worker, seconds) is the part of a measured time that an MPI run
-    reproduces by itself (its own messages, f and waiting for a core; gcc_mpi.traces.baseline):
+    reproduces by itself (its own messages, f and waiting for a core;
+    gcc_mpi.files.traces.baseline):
     an MPI run injects ``times - baseline`` (at least 0), so that a result arrives about
     ``times`` after its send, as measured; the simulator, where nothing else takes time,
     replays ``times`` whole. A plain delay file has baseline 0: its delays are injected and
@@ -70,7 +71,7 @@ class Trace:
 
     ``master`` (seconds, from a probe file) is rank 0's median time for the probe's reference
     computation among its workers; the simulator compares it with its own time for the same
-    work (gcc_mpi.traces.reference_work) to scale its encode and decode times to the probed
+    work (gcc_mpi.files.traces.reference_work) to scale its encode and decode times to the probed
     rank 0's. None: not measured (a plain delay file, an earlier probe).
     """
 

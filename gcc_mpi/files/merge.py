@@ -9,8 +9,8 @@ of Dedalus' ``tools/post.py``: everything is checked before the output is create
 - each (point, scheme) comes from one file only: the same one in two files is an error naming
   both, unless their datasets are identical (the same file given twice, say).
 
-The output is written with :class:`~gcc_mpi.results.ResultWriter`, one (point, scheme) at a time
-and that a block of trials at a time (``ResultsFile.blocks``; so memory holds one block, whatever
+The output is written with :class:`~gcc_mpi.files.writer.ResultWriter`, one (point, scheme) at a
+time and a block of trials at a time (``ResultsFile.blocks``; so memory holds one block, whatever
 the files' sizes), and so is a (point, scheme) found twice compared: root attributes ``config``
 and ``format`` as the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from
 the inputs (their distinct values joined by "; "), ``lost`` and ``hung`` the unions of the inputs'
@@ -27,10 +27,12 @@ import os
 import h5py
 import numpy as np
 
-from .config import parse_job
-from .errors import JobError
+from ..job.config import parse_job
+from ..errors import JobError
 from .outputs import refuse
-from .results import ResultsFile, ResultWriter, open_results, point_name
+from .reader import ResultsFile, open_results
+from .writer import ResultWriter
+from .format import point_name
 
 
 def _attr(f, key, default=None):

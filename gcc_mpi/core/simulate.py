@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .erasures import evaluate_rows, summary
-from .setup import prepare
-from .records import INPUTS, Records, latency
+from .point import prepare
+from ..job.records import INPUTS, Records, latency
 from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
 # (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
@@ -68,8 +68,8 @@ def master_scale(trace):
 
 @functools.cache
 def own_reference():
-    """This process's median time for gcc_mpi.traces.reference_work, timed once."""
-    from .traces import reference_work
+    """This process's median time for gcc_mpi.files.traces.reference_work, timed once."""
+    from ..files.traces import reference_work
 
     return float(np.median([reference_work() for _ in range(21)]))
 

@@ -8,20 +8,20 @@ import shlex
 import sys
 from pathlib import Path
 
-from .errors import JobError
-from .outputs import default_output
+from ..errors import JobError
+from ..files.outputs import default_output
 
 
 def load_job_from(args, defaults=None):
     """The job the arguments name (the default job without a file), with their ``--set``
     overrides: the one way every command loads it."""
-    from .config import load
+    from ..job.config import load
 
     return load(args.job, args.overrides, defaults)
 
 
 def points_of(args, job):
-    from .config import select_points
+    from ..job.config import select_points
 
     return select_points(job, getattr(args, "point", None))
 
@@ -46,7 +46,7 @@ def job_for_ranks(args, ranks):
 
 def launched_ranks():
     """The ranks this process is one of, as the launcher's environment says (None: none)."""
-    from .launcher import launched_tasks, launcher_size
+    from ..core.launcher import launched_tasks, launcher_size
 
     size = launcher_size()
     if size is None and launched_tasks() is not None:  # an srun step without PMI-2
@@ -66,7 +66,7 @@ def cmd_run(args):
     ranks = launched_ranks()
     if ranks is None or ranks < 2:
         return single_process(args)
-    from .runtime import session
+    from ..runtime import session
 
     job = job_for_ranks(args, ranks)  # bad input: exit 2 on every rank, before MPI starts
     plan = session.Plan(job, tuple(points_of(args, job)),
@@ -91,16 +91,16 @@ def single_process(args):
 
 
 def results_table(path):
-    from .analyze import format_table, summarize
-    from .results import read_results
+    from ..reports.analyze import format_table, summarize
+    from ..files.reader import read_results
 
     return format_table(summarize(read_results(path)))
 
 
 def cmd_simulate(args):
-    from .api import run_simulation
-    from .interrupts import InterruptFlag, Interrupted, kept_line
-    from .launcher import several_tasks_error
+    from ..api import run_simulation
+    from ..core.interrupts import InterruptFlag, Interrupted, kept_line
+    from ..core.launcher import several_tasks_error
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
     if refusal is not None:
@@ -121,7 +121,7 @@ def cmd_simulate(args):
         print(kept_line(e, e.done, e.total, out), file=sys.stderr)
         return e.code
     if not args.quiet:
-        from .analyze import format_table, summarize
+        from ..reports.analyze import format_table, summarize
 
         print(format_table(summarize(results)))
     print(f"wrote {out}", file=sys.stderr)
@@ -130,7 +130,7 @@ def cmd_simulate(args):
 
 def cmd_probe(args):
     """Every rank's ``probe``; as a single process, one line saying how to launch it."""
-    from .runtime.probe import probe_job
+    from ..runtime.probe import probe_job
 
     if args.rounds < 1:
         raise JobError("--rounds", f"must be an integer >= 1, got {args.rounds}")
@@ -143,7 +143,7 @@ def cmd_probe(args):
                                 f"with `mpiexec -n {workers + 1} python -m gcc_mpi probe"
                                 f"{' ' + args.job if args.job else ''}` (every rank but 0 is "
                                 "a worker; use the ranks the run will use)")
-    from .runtime import session
+    from ..runtime import session
 
     job = probe_job(user, ranks, args.rounds)  # bad input: exit 2 on every rank, before MPI
     output = Path(args.output) if args.output else default_output(job, kind="probe")
@@ -154,14 +154,14 @@ def cmd_probe(args):
 
 
 def probe_table(path):
-    from .probe_report import format_probe, summarize_probe
-    from .traces import read_probe
+    from ..reports.probe import format_probe, summarize_probe
+    from ..files.traces import read_probe
 
     return format_probe(summarize_probe(read_probe(path)))
 
 
 def cmd_plan(args):
-    from .plan import main_plan
+    from ..reports.plan import main_plan
 
     return main_plan(load_job_from(args), args.trace, args.target_nmse,
                      max_workers=args.max_workers, schemes=args.schemes, trials=args.trials,
@@ -171,14 +171,14 @@ def cmd_plan(args):
 
 
 def cmd_analyze(args):
-    from .analyze import main_analyze
+    from ..reports.analyze import main_analyze
 
     return main_analyze(args.paths, json=args.json, csv=args.csv, rate=args.rate,
                         plot=args.plot, html=args.html, labels=args.labels)
 
 
 def cmd_merge(args):
-    from .merge import merge
+    from ..files.merge import merge
 
     report = merge(args.paths, args.output, overwrite=args.overwrite,
                    command=recorded_command(args))
@@ -187,7 +187,7 @@ def cmd_merge(args):
 
 
 def cmd_validate(args):
-    from .api import check
+    from ..api import check
 
     job = load_job_from(args)
     check(job, say=True)  # what simulate and run check before any work, the same function

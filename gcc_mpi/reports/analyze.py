@@ -1,5 +1,5 @@
 """Post-processing of a results file: pure functions from a path (or Results, or an open
-ResultsFile) to rows and text (figures: gcc_mpi.plots, imported only for ``--plot``). Each
+ResultsFile) to rows and text (figures: gcc_mpi.reports.plots, imported only for ``--plot``). Each
 (point, scheme) is read a block of trials at a time (``SchemeStats``), so memory does not grow
 with the file.
 
@@ -18,7 +18,7 @@ d(10·log10 m)/dm = 10 / (m ln 10), so the half-width is 1.96 · 10 / ln 10 · s
 is distribution-free, from order statistics: the trials' latencies ranked l and u with
 l = F⁻¹(0.025), u = F⁻¹(0.975) + 1 for F the Binomial(n, 0.99) distribution; ``latency_p99_hi``
 is ``None`` below about 370 trials, too few to bound the tail from above. All deterministic;
-``None`` with fewer than two successful trials. Several files: gcc_mpi.comparison.
+``None`` with fewer than two successful trials. Several files: gcc_mpi.reports.comparison.
 """
 
 import csv
@@ -30,12 +30,12 @@ import sys
 import numpy as np
 
 from . import comparison
-from .errors import JobError
-from .outputs import refuse
+from ..errors import JobError
+from ..files.outputs import refuse
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
 from .quantiles import Column, order_statistics, percentiles
-from .results import Results, ResultsFile, read_results
+from ..files.reader import Results, ResultsFile, read_results
 from .tables import aligned, format_param
 
 ERASURE_KINDS = {1: "raised", 2: "nonfinite", 3: "shape", 4: "lost",  # codes of dataset error
@@ -283,7 +283,7 @@ def _ms(x):
 
 def format_table(rows) -> str:
     """Aligned text table; ``-`` marks an undefined value. Rows of several files (``file`` in
-    each, gcc_mpi.comparison) get a first column naming the file."""
+    each, gcc_mpi.reports.comparison) get a first column naming the file."""
     if not rows:
         return "(no trials recorded)"
     return aligned(*table_cells(rows))
@@ -385,7 +385,7 @@ def _writing(option, path, write):
 class Analysis:
     """What ``analyze`` reports of one results file or several compared: the files (Results),
     their labels (None for one file without a label), the summary rows (labelled when several,
-    gcc_mpi.comparison) and the differences of matching rows against the first file."""
+    gcc_mpi.reports.comparison) and the differences of matching rows against the first file."""
 
     def __init__(self, paths, labels=None):
         paths = [paths] if isinstance(paths, (str, os.PathLike, Results)) else list(paths)
@@ -432,7 +432,7 @@ class Analysis:
                                    "differences": self.differences}), indent=2, allow_nan=False)
 
     def figures(self):
-        """(job name, [(kind, Figure)]) of every figure that applies (gcc_mpi.plots)."""
+        """(job name, [(kind, Figure)]) of every figure that applies (gcc_mpi.reports.plots)."""
         from .plots import figures
 
         return figures(self.results, self.rows, self.labels if self.several else ())
@@ -445,12 +445,12 @@ class Analysis:
 def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
                  labels=None) -> int:
     """``python -m gcc_mpi analyze``: print the table (or JSON) of one results file or of
-    several compared (gcc_mpi.comparison), optionally write a CSV, the figures (``plot``: a
-    folder; see gcc_mpi.plots) and an HTML report (``html``: a file). Raises JobError if a
+    several compared (gcc_mpi.reports.comparison), optionally write a CSV, the figures (``plot``: a
+    folder; see gcc_mpi.reports.plots) and an HTML report (``html``: a file). Raises JobError if a
     path is missing or not a gcc_mpi file, or if figures are asked for without matplotlib."""
     check_outputs(csv, plot, html)  # a bad --csv, --plot or --html fails before any output
-    from .probe_report import main_analyze_probe
-    from .traces import is_probe_file
+    from .probe import main_analyze_probe
+    from ..files.traces import is_probe_file
 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     probes = [p for p in paths if is_probe_file(p)]
@@ -478,7 +478,7 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         for figure in _writing("--plot", plot, lambda: save_all(*made, plot)):
             print(f"wrote {figure}", file=sys.stderr)
     if html:
-        from .html_report import build
+        from .html import build
 
         page = build(analysis, rate, made)
         _writing("--html", html, lambda: _write_text(html, page))

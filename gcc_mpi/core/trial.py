@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from .codes import DecodeError
-from .records import INPUTS, empty_record
+from ..codes import DecodeError
+from ..job.records import INPUTS, empty_record
 
 
 class WaitPolicy:

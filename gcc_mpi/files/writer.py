@@ -1,29 +1,12 @@
-"""HDF5 output: one writer with an explicit schema (rank 0 only), and a reader.
-
-Layout of a results file (format ``gcc_mpi/1``)::
-
-    /                       attrs: format, complete, config, version, command, created, mpi
-    /point_000              attrs: index, params_json, one attr per swept dotted key
-    /point_000/gcc          one group per scheme, datasets along the trial axis:
-        trial (T,) int64, failed (T,) bool, reason (T,) str,
-        mse nmse relacc t_encode t_scatter t_wait t_decode latency lambda_enc lambda_dec
-        lengthscale_enc lengthscale_dec (T,) float64 (NaN where a scheme has none),
-        delay arrival (T, N) float64, used (T, N) bool, error (T, N) int8 (erasure codes, see
-        gcc_mpi.erasures), error_text (T,) str, and any extra (T, ...) arrays (e.g. alpha).
-
-Datasets are chunked and resizable along the first axis (``maxshape=(None, ...)``), created on
-the first append. The number of trials done for a scheme is the dataset length; schemes of one
-point may have different lengths if a run was interrupted (``align`` cuts them back to the
-common length before a resumed run appends). Plain dtypes only (no compound types), so any HDF5
-tool can read the file. This module never imports MPI: the caller (rank 0, or the simulator)
-owns the writer.
+"""The results file's writer (rank 0 only; the layout: ``files.format``).
 
 Memory is bounded whatever the number of trials: ``append`` checks the rows at once (shapes,
 missing datasets) and keeps them until they reach PENDING_BYTES, then writes them into the file
 on disk in place — one resize and one write per dataset, whatever the number of appends (the MPI
 master appends a trial at a time, and 18 h5py calls per trial and scheme would cost it half of its
 time per trial). The writer holds those rows, HDF5's caches (CHUNK_CACHE per open dataset, the
-datasets of one sweep point open at a time) and the pages of the next commit (gcc_mpi.journal).
+datasets of one sweep point open at a time) and the pages of the next commit
+(gcc_mpi.files.journal).
 
 Crash safety (SIGKILL, the out-of-memory killer, a full disk): HDF5 writes through a
 ``journal.CommittedFile``, whose file on disk changes only at a commit, and then as a whole (a
@@ -35,6 +18,7 @@ rows held reach PENDING_BYTES, or sooner while commits are cheap against the tim
 commit costs a few milliseconds whatever the file's size: it writes the rows since the last one
 and a few hundred KB of HDF5's own structures. Why this mechanism and not
 HDF5's SWMR mode or the whole-file rewrite it replaces: docs/reliability.md, "Crash safety".
+
 """
 
 import atexit
@@ -42,28 +26,24 @@ import ctypes
 import errno
 import json
 import os
-import re
 import time
-from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import h5py
 import numpy as np
 
-from . import __version__
-from .errors import JobError, ResourceError
-from .journal import Busy, CommittedFile, journal_path, open_snapshot
+from .. import __version__
+from ..errors import JobError, ResourceError
+from .format import FORMAT, plain, point_name, resumable_config
+from .journal import Busy, CommittedFile, journal_path
 from .outputs import refuse
 
-FORMAT = "gcc_mpi/1"
 _CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
 COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old,
 COMMIT_BUDGET = 20        # or 20 times as old as it took (cheap commits come sooner)
 PENDING_BYTES = 4 << 20   # rows held before they are written into the file
 CHUNK_CACHE = 256 << 10   # HDF5's chunk cache per open dataset: the partly filled last chunk
-READ_BYTES = 8 << 20      # a reader's block of rows, about
 CLOSE_WAIT = 10.0         # seconds the last commit waits for readers to let go of the file
 _STR = h5py.string_dtype("utf-8")
 _ATTR_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
@@ -82,10 +62,6 @@ def _malloc_trim():
 
 
 _TRIM = _malloc_trim()
-
-
-def point_name(index):
-    return f"point_{int(index):03d}"
 
 
 def _as_storable(key, value):
@@ -197,8 +173,8 @@ class ResultWriter:
         if fmt != FORMAT:
             raise JobError("--resume", f"{self.path} is not a {FORMAT} results file "
                                        f"(format {fmt!r})")
-        old = _resumable_config(self._f.attrs.get("config", ""))
-        config_toml = _resumable_config(config_toml)
+        old = resumable_config(self._f.attrs.get("config", ""))
+        config_toml = resumable_config(config_toml)
         if old != config_toml:
             diff = next(((i, a, b) for i, (a, b) in
                          enumerate(zip(old.splitlines() + [""], config_toml.splitlines() + [""]))
@@ -241,7 +217,7 @@ class ResultWriter:
             self._write_pending()
             self._datasets = {k: v for k, v in self._datasets.items() if k[0] == index}
         name = point_name(index)
-        params_json = json.dumps(params, default=_py)  # numpy scalars -> Python
+        params_json = json.dumps(params, default=plain)  # numpy scalars -> Python
         if name in self._f:
             old = self._f[name].attrs.get("params_json")
             if old != params_json:
@@ -507,265 +483,3 @@ def _filled(like, n):
         return np.full((n,) + like.shape[1:], "", dtype=object)
     fill = {"f": np.nan, "b": False}.get(like.dtype.kind, 0)
     return np.full((n,) + like.shape[1:], fill, dtype=like.dtype)
-
-
-def _resumable_config(toml_text):
-    """The job's TOML without the keys a resumed run may change: job.time_limit (how long this
-    run may take) and decode.pipeline (how many trials are in flight over MPI; files from before
-    the key existed lack it)."""
-    return re.sub(r"(?m)^(time_limit|pipeline) = .*\n", "", toml_text)
-
-
-# -- reading ---------------------------------------------------------------------------------
-def _py(v):
-    if isinstance(v, bytes):
-        return v.decode()
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return v
-
-
-class _Snapshot(h5py.File):
-    """A results file read as its last commit, which does not change while it is open
-    (journal.open_snapshot: the file itself, or the file through a commit's journal)."""
-
-    def __init__(self, path):
-        self._lock, journal = open_snapshot(path)
-        self._source = None
-        try:
-            if journal is None:
-                super().__init__(path, "r", locking=False)
-            else:
-                self._source = CommittedFile(path, reader=journal)
-                super().__init__(self._source, "r")
-        except BaseException:
-            self._release()
-            raise
-
-    def close(self):
-        try:
-            super().close()
-        finally:
-            self._release()
-
-    def _release(self):
-        if self._source is not None:
-            self._source.close()
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
-
-
-def open_results(path):
-    """A results file opened read-only, after checking that it exists, is HDF5 and is ours
-    (JobError naming the path otherwise): its last commit, which does not change until it is
-    closed (``with open_results(p) as f``)."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise JobError(path, "no such file")
-    if os.path.isdir(path):
-        raise JobError(path, "is a folder, not a results file")
-    try:
-        f = _Snapshot(path)
-    except OSError as e:
-        raise JobError(path, f"not a readable HDF5 file ({e})") from None
-    fmt = _py(f.attrs.get("format"))
-    if fmt != FORMAT:
-        f.close()
-        raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected {FORMAT!r})")
-    return f
-
-
-class _RootAttributes:
-    """``config_toml`` and ``complete`` from the root attributes ``attrs``."""
-
-    @property
-    def config_toml(self) -> str:
-        return self.attrs.get("config", "")
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.attrs.get("complete", False))
-
-
-@dataclass
-class PointInfo:
-    index: int
-    params: dict
-    schemes: list  # names, in the file's order
-
-
-class ResultsFile(_RootAttributes):
-    """A results file open for reading, a (point, scheme) at a time and that in blocks of
-    trials, so memory does not grow with the file. A context manager.
-
-    ``attrs`` (root attributes), ``points`` (PointInfo, by index), ``config_toml``,
-    ``complete``; ``trials``, ``names``, ``blocks`` and ``read`` of one (point, scheme)."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        self._f = open_results(self.path)
-        self.attrs = {k: _py(v) for k, v in self._f.attrs.items()}
-        self.points = []
-        for name, g in self._f.items():
-            if isinstance(g, h5py.Group) and name.startswith("point_"):
-                self.points.append(PointInfo(int(g.attrs["index"]),
-                                             json.loads(g.attrs.get("params_json", "{}")),
-                                             [s for s, sg in g.items()
-                                              if isinstance(sg, h5py.Group)]))
-        self.points.sort(key=lambda p: p.index)
-
-    def _datasets(self, index, scheme):
-        g = self._f[point_name(index)][scheme]
-        return {k: d for k, d in g.items() if isinstance(d, h5py.Dataset)}
-
-    def names(self, index, scheme):
-        return list(self._datasets(index, scheme))
-
-    def trials(self, index, scheme) -> int:
-        """The trials every dataset holds (a half-written last block is not counted)."""
-        return min((d.shape[0] for d in self._datasets(index, scheme).values()), default=0)
-
-    def blocks(self, index, scheme, names=None, rows=None):
-        """Consecutive blocks of trials of one (point, scheme): dicts {name: array} (strings as
-        str) of about READ_BYTES together (``rows`` trials, if given), in trial order."""
-        datasets = self._datasets(index, scheme)
-        if names is not None:
-            datasets = {k: datasets[k] for k in names if k in datasets}
-        n = self.trials(index, scheme)
-        if rows is None:
-            row_bytes = sum(int(np.prod(d.shape[1:], dtype=np.int64)) * d.dtype.itemsize
-                            for d in datasets.values())
-            rows = max(1, READ_BYTES // max(row_bytes, 1))
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            yield {k: _read(d, start, stop) for k, d in datasets.items()}
-
-    def read(self, index, scheme, names=None) -> dict:
-        """A whole (point, scheme) as arrays: for small files (and tests)."""
-        n = self.trials(index, scheme)
-        datasets = self._datasets(index, scheme)
-        return {k: _read(d, 0, n) for k, d in datasets.items() if names is None or k in names}
-
-    def close(self):
-        self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-
-def _read(d, start, stop):
-    return d.asstr()[start:stop] if h5py.check_string_dtype(d.dtype) else d[start:stop]
-
-
-class _Schemes(Mapping):
-    """A point's schemes of a Results: each read from the file whole when asked for."""
-
-    def __init__(self, path, index, names):
-        self._path, self._index, self._names = path, index, names
-
-    def __getitem__(self, scheme):
-        if scheme not in self._names:
-            raise KeyError(scheme)
-        with ResultsFile(self._path) as f:
-            return f.read(self._index, scheme)
-
-    def __iter__(self):
-        return iter(self._names)
-
-    def __len__(self):
-        return len(self._names)
-
-
-@dataclass
-class PointResult:
-    index: int
-    params: dict
-    schemes: Mapping = field(default_factory=dict)  # scheme -> {dataset name: np.ndarray}
-
-
-@dataclass
-class Results(_RootAttributes):
-    path: str
-    attrs: dict
-    points: list
-
-    @property
-    def in_memory(self) -> bool:
-        """Whether the datasets are held in memory (``read_results(..., whole=True)``) rather
-        than read from the file when asked for."""
-        return not any(isinstance(p.schemes, _Schemes) for p in self.points)
-
-    def blocks(self, index, scheme, names=None):
-        """One (point, scheme)'s trials in blocks, as ResultsFile.blocks: read from the file,
-        or its datasets whole when they are held in memory."""
-        schemes = next(p.schemes for p in self.points if p.index == index)
-        if isinstance(schemes, _Schemes):
-            with ResultsFile(self.path) as f:
-                yield from f.blocks(index, scheme, names)
-        else:
-            yield {k: v for k, v in schemes[scheme].items() if names is None or k in names}
-
-
-def read_results(path, whole=False) -> Results:
-    """A results file's attributes and points; each scheme's datasets are read whole when
-    asked for (``points[i].schemes[name]``), or all at once with ``whole`` (the file may then
-    go): for small files and tests. What must hold for any size reads in blocks
-    (``Results.blocks``, ResultsFile). Raises JobError if it is missing or not ours."""
-    with ResultsFile(path) as f:
-        points = [PointResult(p.index, p.params,
-                              {s: f.read(p.index, s) for s in p.schemes} if whole
-                              else _Schemes(f.path, p.index, p.schemes))
-                  for p in f.points]
-        return Results(f.path, f.attrs, points)
-
-
-PROVENANCE = frozenset({"created", "command", "version", "mpi", "hosts"})  # root attributes
-
-
-def mismatches(a, b, ignore=None):
-    """What differs between the results files ``a`` and ``b`` (a list of lines; empty when they
-    hold the same job's same records): the points, their parameters, the schemes, and every
-    dataset but those named in ``ignore`` (default: ``records.TIMINGS``, what the clock
-    decides), compared a block of trials at a time with NaN equal to NaN; the root attributes
-    but the run's provenance (when, which command, version, MPI, hosts), and the job but
-    for the keys a resumed run may change (job.time_limit, decode.pipeline). A resumed file and an
-    uninterrupted run of one job, or one job run by two versions of gcc_mpi, should have
-    none."""
-    from .records import TIMINGS
-
-    ignore = TIMINGS if ignore is None else frozenset(ignore)
-    found = []
-    with ResultsFile(a) as x, ResultsFile(b) as y:
-        for key in sorted((set(x.attrs) | set(y.attrs)) - PROVENANCE):
-            u, v = x.attrs.get(key), y.attrs.get(key)
-            if key == "config":  # how long and how deep the job ran is not the job
-                u, v = _resumable_config(u or ""), _resumable_config(v or "")
-            if u != v:
-                found.append(f"root attribute {key}")
-        if [(p.index, p.params, p.schemes) for p in x.points] != \
-                [(p.index, p.params, p.schemes) for p in y.points]:
-            return found + ["the points, their parameters or their schemes"]
-        for p in x.points:
-            for s in p.schemes:
-                where = f"point {p.index} {s}"
-                names = set(x.names(p.index, s)) - ignore
-                if names != set(y.names(p.index, s)) - ignore:
-                    found.append(f"{where}: the datasets")
-                    continue
-                if x.trials(p.index, s) != y.trials(p.index, s):
-                    found.append(f"{where}: the number of trials")
-                    continue
-                names = sorted(names)
-                differ = set()
-                for u, v in zip(x.blocks(p.index, s, names), y.blocks(p.index, s, names)):
-                    differ |= {k for k in names if not np.array_equal(
-                        u[k], v[k], equal_nan=u[k].dtype.kind == "f")}
-                found += [f"{where}: {k}" for k in sorted(differ)]
-    return found

@@ -29,9 +29,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from . import __version__
-from .errors import JobError
-from .stragglers import Trace
+from .. import __version__
+from ..errors import JobError
+from ..job.stragglers import Trace
 
 FORMAT = "gcc_mpi-probe/1"
 KEY = "stragglers.path"

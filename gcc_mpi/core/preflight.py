@@ -6,7 +6,7 @@ before any trial) and `simulate` do first, so that bad input is one line and exi
 - the target: it loads (a python function imports, an ONNX model's input and output are
   unambiguous and match the data) and gives a finite (1, m) output for one input row;
 - resources: the memory the job needs fits the machine, its results file the disk
-  (gcc_mpi.resources);
+  (gcc_mpi.core.resources);
 
 and the warnings (one line each, once): f returns integers or booleans (a classifier returning
 labels is not smooth, so approximate codes decode it poorly; return scores), and an approximate
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from . import resources
-from .config import resolved_stragglers
+from ..job.config import resolved_stragglers
 
 
 def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, local_ranks=None,
@@ -31,7 +31,7 @@ def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, lo
     the file fits its disk. Raises JobError for the first problem; returns (prepared points,
     warnings: lines without a prefix). ``ranks``/``local_ranks``/``simulate`` as in
     ``resources.check``."""
-    from .setup import prepare  # the codes and scipy: not before a job is known to be good
+    from .point import prepare  # the codes and scipy: not before a job is known to be good
 
     points = job.points if points is None else points
     warnings, loaded, seen = [], {}, {}
@@ -74,7 +74,7 @@ def check_disk(job, prepared, output, resume=False, simulate=True):
 def _data_and_f(c, base_dir, warnings, point, n_points):
     """A point's (dataset, target), loaded and checked (``setup.load_data_and_f``); a warning
     appended when f returns integers or booleans."""
-    from .setup import load_data_and_f
+    from .point import load_data_and_f
 
     dataset, target = load_data_and_f(c, base_dir)
     kind = _output_kind(target, dataset.sample(np.random.default_rng(0), 1))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import tomli_w
 
-from .errors import JobError
+from ..errors import JobError
 from .registry import NAMES, available, is_plugin
 
 if sys.version_info >= (3, 11):

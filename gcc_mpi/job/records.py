@@ -7,14 +7,14 @@ dict; a block of them is a ``Records`` (one column per field along the trial axi
 
 - scalars per trial (float, NaN where a scheme has none): ``SCALARS``;
 - per worker (N,): ``delay`` and ``arrival`` (seconds), ``used`` (bool), ``error`` (int8,
-  ``gcc_mpi.erasures`` codes);
+  ``gcc_mpi.core.erasures`` codes);
 - ``failed`` (bool), ``reason`` and ``error_text`` (str), and ``trial`` (int) in a block;
 - anything an encoder or decoder adds (e.g. ``alpha``), which may not reuse these names.
 
 Times: ``MEASURED`` are read off the clock of the process that ran the trial (they differ run
 to run, in the simulator too); ``TIMINGS`` adds what an MPI run measures where the simulator
 derives it from the injected delays. Comparing two runs of one job means comparing every field
-but those (``gcc_mpi.results.mismatches``).
+but those (``gcc_mpi.files.reader.mismatches``).
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """``python -m gcc_mpi plan``: recommend the scheme, N and S (or the deadline) for a job from
-simulations on a measured trace (a probe of the cluster, see gcc_mpi.traces).
+simulations on a measured trace (a probe of the cluster, see gcc_mpi.files.traces).
 
 Every candidate is the job with stragglers.model = "trace" on that file, simulated by the
 simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import JobError
-from .outputs import refuse
+from ..errors import JobError
+from ..files.outputs import refuse
 from .tables import aligned
 
 DEFAULT_TRIALS = 40
@@ -67,10 +67,10 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
     decoded BLOCK trials at a time (every candidate of one N on the same block) so that memory
     does not grow with ``trials``."""
     from .analyze import SchemeStats
-    from .config import replace
-    from .simulate import Block, scheme_block
-    from .trial import WaitPolicy
-    from .setup import PointSetup
+    from ..job.config import replace
+    from ..core.simulate import Block, scheme_block
+    from ..core.trial import WaitPolicy
+    from ..core.point import PointSetup
 
     deadlines = [float(np.percentile(trace.times, q)) for q in DEADLINE_QUANTILES]
     found = []
@@ -103,7 +103,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
 
 
 def _lcc_fits(base, N):
-    from .config import resolved_lcc_degree
+    from ..job.config import resolved_lcc_degree
 
     try:
         return N >= (base.data.batch - 1) * resolved_lcc_degree(base) + 1
@@ -168,7 +168,7 @@ def format_plan(front, best, target):
 
 def best_job(job, base, best, trace_abs, where):
     """The recommended configuration as a Job whose relative paths hold from folder ``where``."""
-    from .config import Job, Point, replace
+    from ..job.config import Job, Point, replace
 
     def moved(p):
         if p is None or Path(p).expanduser().is_absolute():
@@ -191,8 +191,8 @@ def best_job(job, base, best, trace_abs, where):
 
 
 def write_job(path, job, header, overwrite):
-    from .config import parse_job
-    from .traces import load_trace
+    from ..job.config import parse_job
+    from ..files.traces import load_trace
 
     refuse(path, "--write", overwrite=overwrite, example="best.toml")
     text = header + job.to_toml()
@@ -237,7 +237,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
     delays of ``trace`` for every candidate scheme and N, print the Pareto front and the fastest
     configuration whose mse meets ``target_nmse`` dB (JSON: every candidate), and ``write`` it
     as a job file; exit code 0, or 1 when no configuration meets the target."""
-    from .traces import read_trace
+    from ..files.traces import read_trace
 
     t0 = time.perf_counter()
     base = job.points[0].config
@@ -285,7 +285,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
 
 def _request(base, trace, max_workers, schemes, trials):
     """(candidate Ns, schemes, trials) of a plan, checked: JobError naming the option."""
-    from .config import check_schemes
+    from ..job.config import check_schemes
 
     K = base.data.batch
     most = max_workers or trace.workers

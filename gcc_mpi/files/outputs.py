@@ -4,7 +4,7 @@ written as asked — checked before any work, so that an existing file is never 
 from datetime import datetime
 from pathlib import Path
 
-from .errors import JobError
+from ..errors import JobError
 
 
 def default_output(job, point=None, kind=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .plots import figure, require_matplotlib, save
 from .tables import aligned
-from .traces import FORMAT, read_probe
+from ..files.traces import FORMAT, read_probe
 
 QUANTILES = (50, 90, 99)
 

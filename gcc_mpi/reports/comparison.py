@@ -20,8 +20,8 @@ import math
 import os
 import sys
 
-from .config import key_parts
-from .errors import JobError
+from ..job.config import key_parts
+from ..errors import JobError
 from .tables import aligned, format_param
 
 if sys.version_info >= (3, 11):

@@ -12,7 +12,7 @@ import importlib.util
 import itertools
 from pathlib import Path
 
-from .errors import JobError
+from ..errors import JobError
 
 _counter = itertools.count()
 

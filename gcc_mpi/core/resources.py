@@ -13,7 +13,7 @@ inputs, d input and m output dimensions) is counted for rank 0 and for the other
   (rank 0; one of each per round on a worker) and the master's block of records (MASTER_BLOCK
   trials of every scheme, ``record_bytes`` each);
 - the results writer: the rows it holds before writing them, HDF5's caches and the pages of the
-  next commits (WRITER_BYTES, and CHUNK_CACHE for each open dataset: gcc_mpi.results).
+  next commits (WRITER_BYTES, and CHUNK_CACHE for each open dataset: gcc_mpi.files.writer).
 
 A job whose estimate exceeds the memory limit (physical memory, or the cgroup's limit when lower)
 is refused with one line naming the key that drives it. The estimates are deliberately simple
@@ -30,9 +30,9 @@ import math
 import os
 import shutil
 
-from .config import resolved_stragglers
-from .errors import JobError
-from .registry import SMOOTHING
+from ..job.config import resolved_stragglers
+from ..errors import JobError
+from ..job.registry import SMOOTHING
 
 WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)

@@ -12,8 +12,9 @@ import html
 import json
 from datetime import datetime, timezone
 
-from . import __version__, comparison, plots
-from .errors import JobError
+from .. import __version__
+from . import comparison, plots
+from ..errors import JobError
 from .rates import fit_rate_details, format_rates
 
 ROW_NOTES = ("nmse [dB]: 10·log10 of the mean NMSE over the trials that did not fail, ± the "
