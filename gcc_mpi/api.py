@@ -27,7 +27,7 @@ from .reports.analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .job.config import Job, select_points
 from .errors import JobError
-from .files.outputs import refuse
+from .files.outputs import job_inputs, refuse
 from .job.records import PER_TRIAL
 from .job.registry import available
 from .files.reader import Results, read_results
@@ -144,7 +144,7 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     stop.set_limit(job.config.job.time_limit)
     points = select_points(job, point)
     if output is not None:
-        refuse(output, overwrite=overwrite, resume=resume)
+        refuse(output, overwrite=overwrite, resume=resume, inputs=job_inputs(job))
     command = command or f"gcc_mpi.run_simulation({_job_text(job)})"
     with tempfile.TemporaryDirectory(prefix="gcc_mpi-") as scratch:
         out = Path(output) if output is not None else Path(scratch) / "results.h5"
@@ -276,7 +276,7 @@ def _trial_frame(pd, analysis):
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def plot(results, folder, *, labels=None, formats=("png", "svg")):
+def plot(results, folder, *, labels=None, formats=("png", "svg"), overwrite=False):
     """Draw every figure that applies to one results file, or to several on the same axes.
 
     Parameters
@@ -288,18 +288,34 @@ def plot(results, folder, *, labels=None, formats=("png", "svg")):
         Names of several files, for the legends.
     formats : sequence of str
         "png" and/or "svg".
+    overwrite : bool
+        Replace figures that exist (never a file being plotted).
 
     Returns
     -------
     list of str
         The files written. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
+
+    Raises
+    ------
+    JobError
+        A figure exists (unless ``overwrite``) or is one of the inputs: nothing is written.
     """
-    from .reports.plots import save_all
+    from .reports.plots import figure_paths, save_all
 
-    return save_all(*_analyze.Analysis(results, labels).figures(), folder, tuple(formats))
+    made = _analyze.Analysis(results, labels).figures()
+    for path in figure_paths(*made, folder, tuple(formats)):
+        refuse(path, "folder", overwrite=overwrite, inputs=_input_paths(results))
+    return save_all(*made, folder, tuple(formats))
 
 
-def report(results, path, *, labels=None):
+def _input_paths(results):
+    """The files of ``results`` (a Results or a path, or a sequence of them)."""
+    one = isinstance(results, (str, os.PathLike, Results))
+    return [r.path if isinstance(r, Results) else r for r in ([results] if one else results)]
+
+
+def report(results, path, *, labels=None, overwrite=False):
     """Write one self-contained HTML page of one results file or several compared: the files'
     provenance, every table, every figure (inlined) and each resolved job.
 
@@ -307,10 +323,17 @@ def report(results, path, *, labels=None):
     -------
     str
         ``path``. Needs matplotlib (``pip install "gcc_mpi[plot]"``).
+
+    Raises
+    ------
+    JobError
+        ``path`` exists (unless ``overwrite``), is a folder or is one of the inputs.
     """
     from .reports.html import build
     from .reports.plots import require_matplotlib
 
+    refuse(path, "path", overwrite=overwrite, example="report.html",
+           inputs=_input_paths(results))
     require_matplotlib()
     page = build(_analyze.Analysis(results, labels))
     Path(path).parent.mkdir(parents=True, exist_ok=True)

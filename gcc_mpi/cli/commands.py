@@ -174,7 +174,8 @@ def cmd_analyze(args):
     from ..reports.analyze import main_analyze
 
     return main_analyze(args.paths, json=args.json, csv=args.csv, rate=args.rate,
-                        plot=args.plot, html=args.html, labels=args.labels)
+                        plot=args.plot, html=args.html, labels=args.labels,
+                        overwrite=args.overwrite)
 
 
 def cmd_merge(args):

@@ -81,6 +81,8 @@ def build_parser(prog=None):
                     "SVG) into DIR; needs the [plot] extra (matplotlib)")
     an.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report: "
                     "provenance, every table and figure, the jobs; needs the [plot] extra")
+    an.add_argument("--overwrite", action="store_true", help="replace existing --csv, --html "
+                    "or --plot files (never a file being analysed)")
     mg = sub.add_parser("merge", help="merge results files of one job (e.g. the point files of a "
                         "job array) into one file")
     mg.add_argument("paths", nargs="+", metavar="IN.h5",
@@ -127,7 +129,8 @@ def _probe_args(sub):
                     help="simulated trials per configuration (default 40)")
     pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     pl.add_argument("--write", metavar="BEST.toml", help="write the recommended job file")
-    pl.add_argument("--overwrite", action="store_true", help="replace an existing --write file")
+    pl.add_argument("--overwrite", action="store_true",
+                    help="replace an existing --write file or figure")
     pl.add_argument("--json", action="store_true", help="print the candidates as JSON")
     pl.add_argument("--plot", metavar="DIR", help="draw the frontier (needs the [plot] extra)")
 

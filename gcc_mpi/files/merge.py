@@ -128,10 +128,7 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
     out = os.fspath(out)
     if not paths:
         raise JobError("merge", "no input files")
-    for p in paths:
-        if os.path.exists(p) and os.path.exists(out) and os.path.samefile(p, out):
-            raise JobError("-o", f"{out} is also an input; write the merged file elsewhere")
-    refuse(out, overwrite=overwrite)
+    refuse(out, overwrite=overwrite, inputs=paths)
     config, job, sources, info, ranks = _survey(paths)
 
     expected = {(p.index, s) for p in job.points for s in p.config.code.schemes}

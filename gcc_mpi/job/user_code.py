@@ -2,19 +2,37 @@
 a python target's f (``target.function``) and a plug-in scheme's class (``code.schemes``).
 
 A file is resolved against the job file's folder and imported as a fresh module each time (a
-notebook that edits it gets the new version); its folder is not put on ``sys.path``. A module
-is imported as usual. ``"mod:Class.attr"`` walks attributes. Every failure is one JobError
-naming the key; the user's code may raise anything while it is imported.
+notebook that edits it gets the new version). While it is imported its own folder comes first
+on ``sys.path``, so that ``import helpers`` at its top finds ``helpers.py`` beside it from any
+working directory (the folder is taken off again afterwards: an import inside a function, run
+later, does not see it). A module is imported as usual. ``"mod:Class.attr"`` walks attributes.
+Every failure is one JobError naming the key; the user's code may raise anything while it is
+imported.
 """
 
+import contextlib
 import importlib
 import importlib.util
 import itertools
+import os
+import sys
 from pathlib import Path
 
 from ..errors import JobError
 
 _counter = itertools.count()
+
+
+@contextlib.contextmanager
+def _importable(folder):
+    """``folder`` first on sys.path for the duration, as for a script run from it."""
+    entry = os.fspath(folder)
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):  # the user's code may have taken it off itself
+            sys.path.remove(entry)
 
 
 def load(spec, base_dir, key, what="name"):
@@ -35,7 +53,8 @@ def load(spec, base_dir, key, what="name"):
         try:
             module_spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
+            with _importable(path.resolve().parent):
+                module_spec.loader.exec_module(module)
         except Exception as e:
             raise JobError(key, f"importing {path} failed: {type(e).__name__}: {e}") from None
     else:

@@ -357,13 +357,13 @@ def write_csv(rows, path) -> None:
                        + [erased.get(k, 0) for k in kinds] + [r.get("workers_lost", 0)])
 
 
-def check_outputs(csv=None, plot=None, html=None):
-    """JobError naming the option when --csv or --html is a folder or --plot is a file, or
-    either cannot be created."""
+def check_outputs(csv=None, plot=None, html=None, *, inputs=(), overwrite=False):
+    """JobError naming the option when --csv or --html is a folder, one of ``inputs``, or
+    exists (unless ``overwrite``), or cannot be created, or when --plot is a file."""
     for option, path in (("--csv", csv), ("--html", html)):
         if not path:
             continue
-        refuse(path, option, overwrite=True,
+        refuse(path, option, overwrite=overwrite, inputs=inputs,
                example="table.csv" if option == "--csv" else "report.html")
         parent = os.path.dirname(os.fspath(path)) or "."
         if os.path.exists(parent) and not os.path.isdir(parent):
@@ -443,16 +443,18 @@ class Analysis:
 
 
 def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
-                 labels=None) -> int:
+                 labels=None, overwrite=False) -> int:
     """``python -m gcc_mpi analyze``: print the table (or JSON) of one results file or of
     several compared (gcc_mpi.reports.comparison), optionally write a CSV, the figures (``plot``: a
     folder; see gcc_mpi.reports.plots) and an HTML report (``html``: a file). Raises JobError if a
-    path is missing or not a gcc_mpi file, or if figures are asked for without matplotlib."""
-    check_outputs(csv, plot, html)  # a bad --csv, --plot or --html fails before any output
+    path is missing or not a gcc_mpi file, if figures are asked for without matplotlib, or if
+    an output exists (unless ``overwrite``) or is one of ``paths``."""
     from .probe import main_analyze_probe
     from ..files.traces import is_probe_file
 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    # a bad --csv, --plot or --html fails before any output
+    check_outputs(csv, plot, html, inputs=paths, overwrite=overwrite)
     probes = [p for p in paths if is_probe_file(p)]
     if probes:  # a probe's file (python -m gcc_mpi probe): its own summary
         if len(paths) > 1:
@@ -462,16 +464,21 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
                               ("--label", labels)):
             if given:
                 raise JobError(option, "applies to results files, not to a probe file")
-        return main_analyze_probe(paths[0], json_out=json, plot=plot)
+        return main_analyze_probe(paths[0], json_out=json, plot=plot, overwrite=overwrite)
     analysis = Analysis(paths, labels)
     rates = analysis.rates(rate) if rate else None  # a bad key fails before any output
     if plot or html:
         from .plots import require_matplotlib
 
         require_matplotlib()  # a missing extra fails before any output too
+    made = analysis.figures() if plot or html else None  # drawn once for both
+    if plot:
+        from .plots import figure_paths
+
+        for path in figure_paths(*made, plot):  # every figure checked before any is written
+            refuse(path, "--plot", overwrite=overwrite, inputs=paths)
     if csv:
         _writing("--csv", csv, lambda: write_csv(analysis.rows, csv))
-    made = analysis.figures() if plot or html else None  # drawn once for both
     if plot:
         from .plots import save_all
 

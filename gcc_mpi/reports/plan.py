@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import JobError
-from ..files.outputs import refuse
+from ..files.outputs import job_inputs, refuse
 from .tables import aligned
 
 DEFAULT_TRIALS = 40
@@ -201,6 +201,11 @@ def write_job(path, job, header, overwrite):
     Path(path).write_text(text, encoding="utf-8")
 
 
+def plan_figure(outdir, name):
+    """The file ``plot_plan`` writes."""
+    return os.path.join(outdir, f"{name}-plan.png")
+
+
 def plot_plan(cands, front, best, target, outdir, name):
     from .plots import figure, save, require_matplotlib
 
@@ -228,7 +233,7 @@ def plot_plan(cands, front, best, target, outdir, name):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(f"plan: {len(pts)} configurations", fontsize=10)
-    return save(fig, os.path.join(outdir, f"{name}-plan.png"))
+    return save(fig, plan_figure(outdir, name))
 
 
 def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials=None,
@@ -245,11 +250,14 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
     measured = read_trace(trace_abs, "--trace")
     ns, schemes, trials = _request(base, measured, max_workers, schemes, trials)
     if write:
-        refuse(write, "--write", overwrite=overwrite, example="best.toml")
+        refuse(write, "--write", overwrite=overwrite, example="best.toml",
+               inputs=[*job_inputs(job), trace_abs])
     if plot:
         from .plots import require_matplotlib
 
         require_matplotlib()
+        refuse(plan_figure(plot, job.config.job.name), "--plot", overwrite=overwrite,
+               inputs=[*job_inputs(job), trace_abs])
     cands = evaluate(base, str(trace_abs), ns, schemes, trials, measured.workers, measured,
                      job.base_dir)
     front = pareto(cands)

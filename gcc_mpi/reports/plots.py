@@ -656,8 +656,13 @@ def plot_all(results, outdir, rows, labels=(), formats=FORMATS):
     return save_all(*figures(results, rows, labels), outdir, formats)
 
 
+def figure_paths(name, made, outdir, formats=FORMATS):
+    """The files ``save_all`` writes, in its order."""
+    return [os.path.join(outdir, f"{name}-{kind}.{ext}") for kind, _ in made for ext in formats]
+
+
 def save_all(name, made, outdir, formats=FORMATS):
     """Write the figures ``made`` ([(kind, Figure)] of ``figures``) of the job ``name``."""
     os.makedirs(outdir, exist_ok=True)
-    return [save(fig, os.path.join(outdir, f"{name}-{kind}.{ext}"))
-            for kind, fig in made for ext in formats]
+    figs = [fig for _, fig in made for _ in formats]
+    return [save(fig, path) for fig, path in zip(figs, figure_paths(name, made, outdir, formats))]

@@ -11,6 +11,7 @@ import numpy as np
 from .plots import figure, require_matplotlib, save
 from .tables import aligned
 from ..files.traces import FORMAT, read_probe
+from ..files.outputs import refuse
 
 QUANTILES = (50, 90, 99)
 
@@ -79,6 +80,11 @@ def format_probe(s):
     return "\n".join(lines)
 
 
+def probe_figure(outdir, name):
+    """The file ``plot_probe`` writes."""
+    return os.path.join(outdir, f"{name}-probe-cdf.png")
+
+
 def plot_probe(p, outdir, name):
     """Per-worker CDFs of the measured times (and the pooled one) as one PNG; returns its path."""
     require_matplotlib()
@@ -100,14 +106,17 @@ def plot_probe(p, outdir, name):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title(f"probe: {T} rounds on {W} workers, one line per worker", fontsize=10)
-    return save(fig, os.path.join(outdir, f"{name}-probe-cdf.png"))
+    return save(fig, probe_figure(outdir, name))
 
 
-def main_analyze_probe(path, json_out=False, plot=None):
-    """``analyze PROBE.h5``: the per-worker table and tail summary (or JSON); ``plot``: CDFs."""
+def main_analyze_probe(path, json_out=False, plot=None, overwrite=False):
+    """``analyze PROBE.h5``: the per-worker table and tail summary (or JSON); ``plot``: CDFs
+    (the figure refused as ``refuse`` says, unless ``overwrite``)."""
     p = read_probe(path)
     if plot:
         require_matplotlib()  # a missing extra fails before any output
+        refuse(probe_figure(plot, Path(path).stem), "--plot", overwrite=overwrite,
+               inputs=[path])
     s = summarize_probe(p)
     if plot:
         print(f"wrote {plot_probe(p, plot, Path(path).stem)}", file=sys.stderr)

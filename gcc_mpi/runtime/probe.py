@@ -83,12 +83,12 @@ class ProbeWork:
         self.done = 0
 
     def prepare(self):
-        from ..files.outputs import refuse
+        from ..files.outputs import job_inputs, refuse
         from ..core.point import PointSetup
 
         job = self.plan.job
         self.setup = PointSetup.build(job.config, job.base_dir)
-        refuse(self.plan.output, overwrite=self.plan.overwrite)
+        refuse(self.plan.output, overwrite=self.plan.overwrite, inputs=job_inputs(job))
         return [(self.setup.dataset.dim, self.setup.target.output_dim)]
 
     def cannot_start(self):

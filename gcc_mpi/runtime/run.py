@@ -23,12 +23,13 @@ class RunWork:
         """The checks of ``validate`` and the job set up (data, f and codes built once), the
         output refused or opened; the (d, m) of each sweep point, None for one not run."""
         from ..core import preflight
-        from ..files.outputs import refuse
+        from ..files.outputs import job_inputs, refuse
         from ..files.writer import ResultWriter
         from .mpi import library, local_ranks
 
         plan, comm = self.plan, self.comm
-        refuse(plan.output, overwrite=plan.overwrite, resume=plan.resume)
+        refuse(plan.output, overwrite=plan.overwrite, resume=plan.resume,
+               inputs=job_inputs(plan.job))
         self.interrupts.set_limit(plan.job.config.job.time_limit)
         self.prepared, warnings = preflight.checked_setup(
             plan.job, plan.points, output=plan.output, resume=plan.resume, ranks=comm.size,
