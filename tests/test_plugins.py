@@ -371,3 +371,29 @@ def test_plan_considers_a_plugin_scheme(example, capsys):
                  "--target-nmse", "-10", "--trials", "2", "--max-workers", "5",
                  "--schemes", EXAMPLE, "--set", "sweep.stragglers.count=[1]"]) == 0
     assert f"recommended: {EXAMPLE}, N = 5" in capsys.readouterr().out
+
+
+NEIGHBOURLY = '''
+from neighbour_weights import weights
+from gcc_mpi.codes.berrut import BACC
+
+
+class Neighbourly(BACC):
+    """Berrut with the neighbour's module imported at the top of the plug-in."""
+    assert weights() == 1
+'''
+
+
+def test_a_plugin_imports_its_neighbours_from_any_folder(tmp_path, monkeypatch, capsys):
+    codes = tmp_path / "codes"
+    codes.mkdir()
+    (codes / "neighbour_weights.py").write_text("def weights():\n    return 1\n")
+    (codes / "neighbourly.py").write_text(NEIGHBOURLY)
+    (codes / "job.toml").write_text(small_job("near", ["neighbourly.py:Neighbourly"], 2))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)   # not the plug-in's folder
+    before = list(__import__("sys").path)
+    assert main(["validate", str(codes / "job.toml")]) == 0, capsys.readouterr().err
+    assert main(["simulate", str(codes / "job.toml"), "-o", "o.h5", "-q"]) == 0
+    assert __import__("sys").path == before   # the folder was on the path only while loading
