@@ -12,11 +12,11 @@ Layout of a results file (format ``gcc_mpi/1``)::
         gcc_mpi.core.erasures), error_text (T,) str, and any extra (T, ...) arrays (e.g. alpha).
 
 Datasets are chunked and resizable along the first axis (``maxshape=(None, ...)``), created on
-the first append. The number of trials done for a scheme is the dataset length; schemes of one
-point may have different lengths if a run was interrupted (``align`` cuts them back to the
-common length before a resumed run appends). Plain dtypes only (no compound types), so any HDF5
-tool can read the file. This module never imports MPI: the caller (rank 0, or the simulator)
-owns the writer.
+the first append; the numeric ones carry a fletcher32 checksum per chunk. The number of trials
+done for a scheme is the dataset length; schemes of one point may have different lengths if a
+run was interrupted (``align`` cuts them back to the common length before a resumed run
+appends). Plain dtypes only (no compound types), so any HDF5 tool can read the file. This module
+never imports MPI: the caller (rank 0, or the simulator) owns the writer.
 """
 
 import re
@@ -24,6 +24,10 @@ import re
 import numpy as np
 
 FORMAT = "gcc_mpi/1"
+# HDF5's file format of 1.10 (2016) and later, whose metadata (object headers, B-trees) carries
+# checksums; with fletcher32 on every numeric dataset, a damaged file is a read error rather
+# than wrong numbers
+LIBVER = ("v110", "latest")
 
 
 def point_name(index):

@@ -21,6 +21,7 @@ present. Points are written in index order with their global index (``point_007`
 ``point_007``), schemes in the job's order.
 """
 
+import contextlib
 import json
 import os
 
@@ -33,6 +34,7 @@ from .outputs import refuse
 from .reader import ResultsFile, open_results
 from .writer import ResultWriter
 from .format import point_name
+from .journal import journal_path
 
 
 def _attr(f, key, default=None):
@@ -136,9 +138,12 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
     complete = all(c for c, _ in info.values()) and expected <= present
     mpi = "; ".join(dict.fromkeys(m for _, m in info.values() if m))
     files = {}
+    # written beside ``out`` and renamed over it once whole: an input found damaged half-way
+    # leaves neither a partial file nor, with --overwrite, a lost old one
+    partial = out + ".partial"
     try:
-        writer = ResultWriter(out, config_toml=config, command=command, mpi=mpi,
-                              overwrite=overwrite)
+        writer = ResultWriter(partial, config_toml=config, command=command, mpi=mpi,
+                              overwrite=True)
         with writer:
             order = lambda e: (e["point"], e["trial"], e["rank"])  # noqa: E731
             for e in sorted(ranks["lost"], key=order):
@@ -161,6 +166,12 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
                         writer.append(point.index, scheme, rows)
                         writer.flush()
             writer.close(complete=complete)
+        os.replace(partial, out)
+    except BaseException:
+        for left in (partial, journal_path(partial)):
+            with contextlib.suppress(OSError):
+                os.remove(left)
+        raise
     finally:
         for f in files.values():
             f.close()

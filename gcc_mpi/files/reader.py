@@ -2,6 +2,7 @@
 memory does not grow with the file, and two files compared record by record (the layout:
 ``files.format``)."""
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -48,6 +49,29 @@ class _Snapshot(h5py.File):
             self._lock = None
 
 
+# what h5py raises on a damaged file: a checksum or a filter that fails (OSError), a damaged
+# group or heap (RuntimeError, KeyError), a damaged attribute (ValueError, JSON, UTF-8)
+DAMAGE = (OSError, RuntimeError, KeyError, ValueError)
+
+
+@contextlib.contextmanager
+def damage_named(path):
+    """A read of ``path`` that fails as a damaged file does: one JobError naming the path."""
+    try:
+        yield
+    except JobError:
+        raise
+    except DAMAGE as e:
+        raise JobError(path, damaged(e)) from None
+
+
+def damaged(e):
+    """What to say of a results file that fails ``e`` while it is read."""
+    why = str(e).strip() or type(e).__name__
+    return (f"damaged: cannot be read ({why}); nothing was written to it. Rerun the job, or "
+            "copy the file again if it came from elsewhere")
+
+
 def open_results(path):
     """A results file opened read-only, after checking that it exists, is HDF5 and is ours
     (JobError naming the path otherwise): its last commit, which does not change until it is
@@ -57,11 +81,15 @@ def open_results(path):
         raise JobError(path, "no such file")
     if os.path.isdir(path):
         raise JobError(path, "is a folder, not a results file")
+    if os.path.getsize(path) == 0:
+        raise JobError(path, "is empty (0 bytes): not a results file; a run that could not "
+                             "create its file leaves it so")
     try:
         f = _Snapshot(path)
     except OSError as e:
         raise JobError(path, f"not a readable HDF5 file ({e})") from None
-    fmt = plain(f.attrs.get("format"))
+    with damage_named(path):
+        fmt = plain(f.attrs.get("format"))
     if fmt != FORMAT:
         f.close()
         raise JobError(path, f"not a gcc_mpi results file (format {fmt!r}, expected {FORMAT!r})")
@@ -97,6 +125,14 @@ class ResultsFile(_RootAttributes):
     def __init__(self, path):
         self.path = os.fspath(path)
         self._f = open_results(self.path)
+        try:
+            with damage_named(self.path):
+                self._survey()
+        except BaseException:
+            self._f.close()
+            raise
+
+    def _survey(self):
         self.attrs = {k: plain(v) for k, v in self._f.attrs.items()}
         self.points = []
         for name, g in self._f.items():
@@ -108,8 +144,9 @@ class ResultsFile(_RootAttributes):
         self.points.sort(key=lambda p: p.index)
 
     def _datasets(self, index, scheme):
-        g = self._f[point_name(index)][scheme]
-        return {k: d for k, d in g.items() if isinstance(d, h5py.Dataset)}
+        with damage_named(self.path):
+            g = self._f[point_name(index)][scheme]
+            return {k: d for k, d in g.items() if isinstance(d, h5py.Dataset)}
 
     def names(self, index, scheme):
         return list(self._datasets(index, scheme))
@@ -131,13 +168,17 @@ class ResultsFile(_RootAttributes):
             rows = max(1, READ_BYTES // max(row_bytes, 1))
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            yield {k: _read(d, start, stop) for k, d in datasets.items()}
+            with damage_named(self.path):
+                block = {k: _read(d, start, stop) for k, d in datasets.items()}
+            yield block
 
     def read(self, index, scheme, names=None) -> dict:
         """A whole (point, scheme) as arrays: for small files (and tests)."""
         n = self.trials(index, scheme)
         datasets = self._datasets(index, scheme)
-        return {k: _read(d, 0, n) for k, d in datasets.items() if names is None or k in names}
+        with damage_named(self.path):
+            return {k: _read(d, 0, n) for k, d in datasets.items()
+                    if names is None or k in names}
 
     def close(self):
         self._f.close()
@@ -214,6 +255,20 @@ def read_results(path, whole=False) -> Results:
                               else _Schemes(f.path, p.index, p.schemes))
                   for p in f.points]
         return Results(f.path, f.attrs, points)
+
+
+def check_readable(path, key):
+    """JobError naming ``key`` unless every dataset of the results file ``path`` reads back
+    whole (its checksums verified): what a file to be continued must pass, since appending to a
+    damaged file would bury the damage under new trials."""
+    try:
+        with ResultsFile(path) as f:
+            for p in f.points:
+                for s in p.schemes:
+                    for _ in f.blocks(p.index, s):
+                        pass
+    except JobError as e:
+        raise JobError(key, f"cannot continue {e}") from None
 
 
 PROVENANCE = frozenset({"created", "command", "version", "mpi", "hosts"})  # root attributes

@@ -32,6 +32,7 @@ import numpy as np
 from .. import __version__
 from ..errors import JobError
 from ..job.stragglers import Trace
+from .format import LIBVER
 
 FORMAT = "gcc_mpi-probe/1"
 KEY = "stragglers.path"
@@ -63,18 +64,19 @@ def write_probe(path, arrival, compute, hosts, ranks, *, complete, config, comma
     if parent:
         os.makedirs(parent, exist_ok=True)
     tmp = path + ".tmp"
-    with h5py.File(tmp, "w", track_order=True) as f:
+    with h5py.File(tmp, "w", track_order=True, libver=LIBVER) as f:
         a = f.attrs
         a["format"], a["complete"], a["config"] = FORMAT, bool(complete), config
         a["version"], a["command"], a["mpi"] = __version__, command, mpi
         a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         a["master_host"] = master_host
-        f["arrival"] = np.asarray(arrival, np.float64)
-        f["compute"] = np.asarray(compute, np.float64)
+        checked = {"fletcher32": True}  # a damaged file is a read error, not other delays
+        f.create_dataset("arrival", data=np.asarray(arrival, np.float64), **checked)
+        f.create_dataset("compute", data=np.asarray(compute, np.float64), **checked)
         f["host"] = np.array([str(h) for h in hosts], dtype=h5py.string_dtype("utf-8"))
-        f["rank"] = np.asarray(ranks, np.int64)
+        f.create_dataset("rank", data=np.asarray(ranks, np.int64), **checked)
         if master is not None:
-            f["master"] = np.asarray(master, np.float64)
+            f.create_dataset("master", data=np.asarray(master, np.float64), **checked)
     os.replace(tmp, path)
 
 
@@ -103,7 +105,9 @@ def read_probe(path, key=None):
             return {"attrs": attrs, "arrival": f["arrival"][()], "compute": f["compute"][()],
                     "host": list(f["host"].asstr()[()]), "rank": f["rank"][()],
                     "master": f["master"][()] if "master" in f else None}
-    except (OSError, KeyError) as e:
+    except JobError:
+        raise
+    except (OSError, KeyError, RuntimeError, ValueError) as e:  # damaged: as reader.DAMAGE
         raise JobError(key, f"{path}: not a readable probe file ({e})") from None
 
 

@@ -35,9 +35,10 @@ import numpy as np
 
 from .. import __version__
 from ..errors import JobError, ResourceError
-from .format import FORMAT, plain, point_name, resumable_config
+from .format import FORMAT, LIBVER, plain, point_name, resumable_config
 from .journal import Busy, CommittedFile, journal_path
 from .outputs import refuse
+from .reader import check_readable
 
 _CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
 COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old,
@@ -103,6 +104,8 @@ class ResultWriter:
             raise JobError("--resume", "cannot be combined with --overwrite")
         refuse(self.path, overwrite=overwrite, resume=resume)
         exists = os.path.exists(self.path)
+        if resume and exists:
+            check_readable(self.path, "--resume")  # nothing is written to a damaged file
         parent = os.path.dirname(self.path)
         try:
             if parent:
@@ -126,7 +129,8 @@ class ResultWriter:
                 if exists:  # --overwrite: not under a writer that is still alive
                     CommittedFile(self.path).close()
                 self._file = CommittedFile(tmp, create=True)
-                self._f = h5py.File(self._file, "w", track_order=True, rdcc_nbytes=CHUNK_CACHE)
+                self._f = h5py.File(self._file, "w", track_order=True, rdcc_nbytes=CHUNK_CACHE,
+                                    libver=LIBVER)
                 a = self._f.attrs
                 a["format"] = FORMAT
                 a["complete"] = False
@@ -315,6 +319,8 @@ class ResultWriter:
         rows = int(np.clip(_CHUNK_BYTES // max(1, _nbytes(a[:1])), 1, 1024))
         fill = {"f": np.nan, "b": False, "i": 0}.get(a.dtype.kind)
         kw = {} if fill is None else {"fillvalue": fill}
+        if h5py.check_string_dtype(np.dtype(dtype)) is None:  # HDF5 filters no vlen strings
+            kw["fletcher32"] = True  # a damaged chunk is a read error, not wrong numbers
         # a dataset first seen after some trials were written is back-filled (NaN/False/0/"")
         return g.create_dataset(key, shape=(length,) + a.shape[1:], dtype=dtype,
                                 maxshape=(None,) + a.shape[1:], chunks=(rows,) + a.shape[1:], **kw)
