@@ -127,6 +127,7 @@ def test_images_are_flattened_and_duplicates_dropped(tmp_path):
     np.savez(tmp_path / "img.npz", X=imgs, y=np.arange(5))
     ds = load_dataset("file", path=tmp_path / "img.npz", key="X", labels_key="y")
     assert (ds.n_rows, ds.dim, ds.shape) == (4, 6, (3, 2))   # one row's stored shape is kept
+    assert ds.duplicates == 1
     np.testing.assert_array_equal(ds.labels, [0, 1, 2, 4])   # first occurrence kept, in order
     np.save(tmp_path / "flat.npy", imgs.reshape(5, 6))
     assert load_dataset("file", path=tmp_path / "flat.npy").shape == (6,)
@@ -165,3 +166,42 @@ def test_file_errors(tmp_path):
     fails("data.path: cannot read .* as HDF5", path="junk.h5")
     (tmp_path / "x.csv").write_text("1,2\n")
     fails("data.path: unsupported file type '.csv'", path="x.csv")
+
+
+DUPLICATED = """[job]
+name = "dup"
+trials = 2
+[data]
+source = "file"
+path = "x.npy"
+batch = {batch}
+[target]
+kind = "linear"
+[code]
+workers = 6
+schemes = ["bacc"]
+"""
+
+
+@pytest.mark.parametrize("batch", [3, 4])
+def test_duplicate_rows_are_one_warning_and_the_shortfall_says_unique(tmp_path, capsys, batch):
+    """5 rows, 2 of them repeats of others: one warning line with the count; a batch larger
+    than the 3 unique rows is refused in one line that says they are unique rows."""
+    from gcc_mpi.cli.main import main
+
+    x = np.arange(15.0).reshape(5, 3)
+    x[3] = x[0]
+    x[4] = x[1]
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "dup.toml").write_text(DUPLICATED.format(batch=batch))
+    code = main(["validate", str(tmp_path / "dup.toml")])
+    err = capsys.readouterr().err.splitlines()
+    if batch == 3:
+        assert code == 0
+        assert [e for e in err if "warning" in e] == [
+            "gcc_mpi: warning: data.path: 2 duplicate rows of x.npy dropped (a batch never holds "
+            "one input twice): 3 unique rows left"]
+    else:
+        assert code == 2
+        assert err[-1].endswith("data.batch: 4 inputs per batch but the file data have only 3 "
+                                "unique rows (2 duplicate rows dropped)"), err

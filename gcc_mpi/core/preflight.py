@@ -73,10 +73,16 @@ def check_disk(job, prepared, output, resume=False, simulate=True):
 
 def _data_and_f(c, base_dir, warnings, point, n_points):
     """A point's (dataset, target), loaded and checked (``setup.load_data_and_f``); a warning
-    appended when f returns integers or booleans."""
+    appended when the data file's duplicate rows were dropped, and when f returns integers or
+    booleans."""
     from .point import load_data_and_f
 
     dataset, target = load_data_and_f(c, base_dir)
+    dropped = getattr(dataset, "duplicates", 0)
+    if dropped:
+        warnings.append(f"data.path: {dropped} duplicate row{'s' if dropped > 1 else ''} of "
+                        f"{dataset.path.name} dropped (a batch never holds one input twice): "
+                        f"{dataset.n_rows} unique rows left")
     kind = _output_kind(target, dataset.sample(np.random.default_rng(0), 1))
     if kind in "biu":
         what = "booleans" if kind == "b" else "integers"

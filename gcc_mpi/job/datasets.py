@@ -15,7 +15,8 @@ Sources (the job-file key ``data.source``):
   (n, prod(rest)) rows, which is what the codes work on; the per-row shape is kept as
   ``shape`` so that a target taking images (onnx) can check it gets the same layout.  Pickled
   or object arrays are never loaded.  Exact duplicate rows are dropped (keeping the first, with
-  its label) so a batch never holds the same input twice.
+  its label) so a batch never holds the same input twice; ``duplicates`` says how many were
+  (the check before any work warns of them).
 
 No MPI and no randomness at import time; h5py is imported only for HDF5 files.
 """
@@ -82,9 +83,10 @@ def _check_k(k, limit=None):
 class PoolDataset(Dataset):
     """A finite pool of rows; batches are drawn without replacement."""
 
-    def __init__(self, name, X, labels=None, path=None, shape=None):
+    def __init__(self, name, X, labels=None, path=None, shape=None, duplicates=0):
         self.name, self.X, self.labels, self.path = name, X, labels, path
         self.n_rows, self.dim = X.shape
+        self.duplicates = duplicates  # exact duplicate rows dropped from the file's
         self.shape = tuple(shape) if shape is not None else (self.dim,)
 
     def sample(self, rng, k):
@@ -201,11 +203,12 @@ def _load_file(path, key, labels_key, base_dir):
             raise JobError("data.labels_key", f"{labels_key!r} in {file} has {len(labels)} "
                                               f"labels but the data has {len(X)} rows")
     _, first = np.unique(X, axis=0, return_index=True)
-    if len(first) < len(X):  # drop exact duplicates so sampled batches have distinct rows
+    duplicates = len(X) - len(first)
+    if duplicates:  # drop exact duplicates so sampled batches have distinct rows
         first.sort()
         X = X[first]
         labels = labels[first] if labels is not None else None
-    return PoolDataset("file", X, labels, path=file, shape=shape)
+    return PoolDataset("file", X, labels, path=file, shape=shape, duplicates=duplicates)
 
 
 def _choose(names, key, file, what="arrays"):

@@ -244,8 +244,12 @@ def svg(fig):
 
 
 def _title(fig, ax, job, title, shown=()):
+    """The title over the figure, what was computed under it; the subtitle and the x label
+    begin at the axes' left edge: centred on axes that a wide legend narrows, they ran past the
+    canvas's left edge."""
     fig.suptitle(f"{job.name}: {title}", fontsize=11, fontweight="bold")
-    ax.set_title(job.context(shown), fontsize=7.5, color="0.3")
+    ax.set_title(job.context(shown), fontsize=7.5, color="0.3", loc="left")
+    ax.xaxis.label.set(x=0.0, horizontalalignment="left")  # as set_xlabel(loc="left")
 
 
 # -- series --------------------------------------------------------------------------------------
