@@ -147,15 +147,18 @@ class Launch:
                             "of gcc_mpi) is not installed")
             start = [MPIEXEC] if hosts is None else bed_command(hosts, cwd)
             cmd = [*start, *MPIEXEC_OPTIONS, *mpiexec_options, "-n", str(ranks), *cmd]
-        self.mark = uuid.uuid4().hex
         full_env = {k: v for k, v in os.environ.items() if k != "GCC_MPI_WAIT"}
-        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}),
-                        **{MARK: self.mark})
+        full_env.update(OPENBLAS_NUM_THREADS="1", **MPIEXEC_ENV, **(env or {}))
+        self.spawn(cmd, cwd, full_env, name)
+
+    def spawn(self, cmd, cwd, env, name):
+        """Start ``cmd`` in its own session with ``env`` and the launch's mark."""
+        self.mark = uuid.uuid4().hex
         self.out_path, self.err_path = cwd / f"{name}.out", cwd / f"{name}.err"
         self.cmd = " ".join(cmd)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=err,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(cmd, cwd=cwd, env={**env, MARK: self.mark}, stdout=out,
+                                         stderr=err, start_new_session=True)
         self.deadline = time.monotonic() + TIMEOUT
 
     def err(self):
@@ -235,6 +238,15 @@ class Launch:
                             f"{self.err()[-3000:]}")
             time.sleep(0.05)
         return found
+
+
+class Script(Launch):
+    """``bash -euo pipefail -c script`` as a launch (its own session, the mark, the timeout, the
+    kill, nothing left behind) with ``env`` as given: nothing of this MPI's is added, so the
+    script must set what it needs, as in a reader's shell (tests/test_rehearsal.py)."""
+
+    def __init__(self, script, cwd, env, name="script"):
+        self.spawn(["bash", "-euo", "pipefail", "-c", script], cwd, env, name)
 
 
 def run(args, cwd, ranks=None, **kw):
