@@ -5,10 +5,15 @@ deselects them and says so, in the report's header and at its end; the environme
 apply runs them, so that .ci/run's two stages (MPICH: ``python -m pytest -q -rs``; Open MPI:
 ``python -m pytest -q -rs -m mpi``) run every test once. Without a known mpiexec nothing is
 deselected: the MPI tests then fail, as a broken install should.
+
+The tiers of tests/tiers.py (``browser``, ``slurm``, ``hosts``: what pip does not bring) skip
+where what they need is absent; the report's end says, one line per tier, how many were left
+out and how to run them. A test that takes a tier's fixture must carry its mark.
 """
 
 import pytest
 from mpirun import FLAVOUR, MPI_NAME
+from tiers import TIERS
 
 _MOVED = pytest.StashKey[dict]()  # mark -> how many tests this run deselected for it
 
@@ -41,6 +46,9 @@ def pytest_collection_modifyitems(config, items):
         for mark in ONLY:
             if item.get_closest_marker(mark) and not item.get_closest_marker("mpi"):
                 raise pytest.UsageError(f"{item.nodeid} is marked {mark} but not mpi")
+        for tier, (fixture, _, _) in TIERS.items():
+            if fixture in item.fixturenames and not item.get_closest_marker(tier):
+                raise pytest.UsageError(f"{item.nodeid} takes {fixture} but is not marked {tier}")
         mark = elsewhere(item)
         if mark:
             moved.setdefault(mark, []).append(item)
@@ -56,3 +64,10 @@ def pytest_terminal_summary(terminalreporter, config):
         _, name, where = ONLY[mark]
         terminalreporter.write_line(f"gcc_mpi: {count} test(s) marked {mark} deselected: they "
                                     f"need {name} and run in {where}")
+    for tier, (_, needs, how) in TIERS.items():
+        # by test id: a skipped test has one report per phase that ran
+        skipped = {r.nodeid for r in terminalreporter.stats.get("skipped", ())
+                   if tier in getattr(r, "keywords", {})}
+        if skipped:
+            terminalreporter.write_line(f"gcc_mpi: {len(skipped)} {tier} test(s) left out: they "
+                                        f"need {needs}; to run them: {how}")

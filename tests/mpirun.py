@@ -72,17 +72,22 @@ MPIEXEC_ENV = ({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM":
 KEEP_GOING = ["--with-ft", "ulfm"] if OPENMPI else ["-disable-auto-cleanup"]
 
 
+_PMIX_UNREACH = re.compile(r"PMIX ERROR: PMIX_ERR_UNREACH .*pmix_server\.c")
+
+
 def ours(err):
     """stderr without the launcher's own notices: Open MPI's mpiexec adds a block framed by
     lines of dashes ("prterun detected that one or more processes exited with non-zero
     status, ...") whenever a rank exits non-zero, and its libevent may print "[warn] Epoll MOD(1)
     on fd 46 failed. ... Bad file descriptor" when ranks leave at the same moment (a teardown
-    race inside Open MPI 5's event loop, harmless and not ours)."""
+    race inside Open MPI 5's event loop, harmless and not ours), and its PMIx server may print
+    "[host:pid] PMIX ERROR: PMIX_ERR_UNREACH in file server/pmix_server.c at line 3214" when
+    ranks leave while it still talks to them (the same race, in PMIx)."""
     kept, inside = [], False
     for line in err.splitlines(keepends=True):
         if line.startswith("-" * 20):
             inside = not inside
-        elif line.startswith("[warn] Epoll "):
+        elif line.startswith("[warn] Epoll ") or _PMIX_UNREACH.search(line):
             continue
         elif not inside or line.startswith("gcc_mpi"):  # ours, even if it came amid theirs
             kept.append(line)

@@ -1,11 +1,13 @@
 """Several results files compared (`analyze A.h5 B.h5 ...`) against hand-computed values, and
-the HTML report opened in a real headless browser (Debian's chromium and chromium-driver,
-which .ci/run installs: without them this test fails, it does not skip).
+the HTML report opened in a real headless browser: Debian's chromium and chromium-driver
+(`chromium` and `chromedriver` on PATH), which pip does not bring. Those tests are the
+``browser`` tier (tests/tiers.py): without the two programs they skip, saying how to run them
+(apt-get install chromium chromium-driver, then GCC_MPI_TEST_BROWSER=required); under
+GCC_MPI_TEST_BROWSER=required, which .ci/run sets after installing them, they fail instead.
 """
 
 import json
 import math
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 from jobfiles import small_job
+from tiers import unavailable
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.reports.analyze import binomial_ppf, quantile_ci95
@@ -131,23 +134,32 @@ def test_the_p99_interval_covers_the_true_p99():
 
 
 # -- the HTML report in a real browser ----------------------------------------------------------
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+PROGRAMS = ("chromium", "chromedriver")  # Debian's chromium and chromium-driver
 JOB = small_job("report", ["uncoded", "bacc", "gcc"], 12,
                 '[stragglers]\ndelay = 0.01\n[sweep]\n"stragglers.count" = [0, 2]\n')
+browser_tier = pytest.mark.browser
 
 
-def browser():
-    """Headless Chromium through chromedriver, as the env notes launch it (root, a closed
-    network: no sandbox, no background networking, a new profile)."""
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
+@pytest.fixture(scope="module")
+def chromium():
+    """The paths of chromium and chromedriver on PATH; the tier skips (fails under
+    GCC_MPI_TEST_BROWSER=required) without them."""
+    found = {name: shutil.which(name) for name in PROGRAMS}
+    missing = [name for name, path in found.items() if path is None]
     if missing:
-        pytest.fail(f"{', '.join(missing)} missing: install Debian's chromium and "
-                    "chromium-driver (apt-get install chromium chromium-driver; .ci/run does)")
+        unavailable("browser", f"no {' or '.join(missing)} on PATH")
+    return found["chromium"], found["chromedriver"]
+
+
+def browser(programs):
+    """Headless Chromium through chromedriver (``programs``: their paths), as the env notes
+    launch it (root, a closed network: no sandbox, no background networking, a new profile)."""
+    binary, driver_path = programs
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = binary
     profile = tempfile.mkdtemp(prefix="gcc_mpi-chromium-")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
@@ -155,12 +167,13 @@ def browser():
                  f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
     driver.set_page_load_timeout(60)
     return driver, profile
 
 
-def test_the_html_report_renders_in_a_browser_with_every_figure(tmp_path):
+@browser_tier
+def test_the_html_report_renders_in_a_browser_with_every_figure(tmp_path, chromium):
     (tmp_path / "report.toml").write_text(JOB)
     for name, sets in (("sim", []), ("late", ["--set", "stragglers.delay=0.02"])):
         assert main(["simulate", str(tmp_path / "report.toml"), "-o", str(tmp_path / f"{name}.h5"),
@@ -173,7 +186,7 @@ def test_the_html_report_renders_in_a_browser_with_every_figure(tmp_path):
     assert "<script" not in text and "<link" not in text and "url(" not in text
     sources = [s.split('"')[1] for s in text.split("src=")[1:]]
     assert sources and all(s.startswith("data:image/svg+xml;base64,") for s in sources)
-    driver, profile = browser()
+    driver, profile = browser(chromium)
     try:
         driver.get(page.resolve().as_uri())
         assert driver.title == "gcc_mpi report: sim vs late"
@@ -203,12 +216,13 @@ def test_the_html_report_renders_in_a_browser_with_every_figure(tmp_path):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path):
+@browser_tier
+def test_a_broken_figure_is_caught_by_the_browser_check(tmp_path, chromium):
     """The check above can fail: an image whose data is not an SVG loads with no size."""
     page = tmp_path / "broken.html"
     page.write_text('<!DOCTYPE html><title>t</title><img src="data:image/svg+xml;base64,'
                     'bm90IGFuIHN2Zw==" alt="x">')
-    driver, profile = browser()
+    driver, profile = browser(chromium)
     try:
         driver.get(page.resolve().as_uri())
         assert driver.execute_script("return document.images[0].naturalWidth") == 0

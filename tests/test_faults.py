@@ -180,8 +180,10 @@ stragglers = 0
 """
 
 # f logs every call (the marker that a run is under way); ranks DIE_RANK ("3" or "2,4") die at
-# their call DIE_AT: SIGKILL while computing, os._exit with DIE_HOW=exit, or, with
-# DIE_HOW=later, SIGKILL 0.2 s after this call returned (while idle or sleeping a delay)
+# their call DIE_AT: SIGKILL while computing, os._exit with DIE_HOW=exit, with DIE_HOW=later
+# SIGKILL 0.2 s after this call returned (while idle or sleeping a delay), or, with
+# DIE_HOW=stop, SIGSTOP while computing (stopped for good: it goes on only if resumed). With
+# MLP=1 f is the shipped digits MLP (DONE_WHEN's target: DONE_WHEN_F's job)
 SLOW_F = '''
 import os
 import signal
@@ -206,10 +208,22 @@ def f(X):
             os._exit(3)
         if how == "later":
             subprocess.Popen(["sh", "-c", f"sleep 0.2; kill -9 {os.getpid()}"])
+        elif how == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
         else:
             os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(float(os.environ.get("SLOW", "0")))
+    if MLP is not None:
+        return MLP(X)
     return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+
+
+MLP = None
+if os.environ.get("MLP"):
+    from gcc_mpi.targets.mlp import MLPTarget
+
+    MLP = MLPTarget.load()
+f.classifier = MLP is not None
 '''
 SLOW = """
 [job]
@@ -252,6 +266,12 @@ model = "fixed"
 count = 2
 delay = 0.03
 """
+
+
+# DONE_WHEN's job with its MLP computed by SLOW_F (env MLP=1), so that a fault comes at a call
+# of f (DIE_RANK, DIE_AT, DIE_HOW): an event, where a signal sent once the file shows k trials
+# may land after the end (a loaded machine runs the 150 trials between two reads of the file)
+DONE_WHEN_F = DONE_WHEN.replace('kind = "mlp"', 'kind = "python"\nfunction = "slow.py:f"')
 
 
 # -- faults during a run ----------------------------------------------------------------------
@@ -368,17 +388,18 @@ def test_a_worker_that_exits_while_the_job_keeps_going_is_a_permanent_straggler(
 
 @needs_mpiexec
 def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path):
-    """The DONE_WHEN job on 16 ranks, 150 trials; rank 6 SIGSTOPped (never continued) once 20
-    trials are in the file (committed about every second: the rounds may be 30 trials further
-    on by then, so the job is long enough that the stop lands well before its end). After HANG
+    """The DONE_WHEN job (DONE_WHEN_F: its MLP in SLOW_F) on 16 ranks, 150 trials; rank 6
+    SIGSTOPs itself for good in its 40th call of f (trial 19 or later: two schemes a trial),
+    so the stop lands while it owes a reply, 130 trials before the end. (A SIGSTOP sent once
+    20 trials were in the file came too late on a loaded machine: the job runs 150 trials in
+    1-3 s once under way, and the file, committed about every second, showed 1 trial and then
+    65 to 150, so the stop came after rank 6's last task and it was never hung.) After HANG
     (3 s or more) without its reply rank 0 counts it hung: the rounds go on without it (error
     code 5, no trial failed), and at the end rank 0 resumes it (SIGCONT), so that it takes its
     EXIT: exit 0, a complete file, rank 6 in ``hung``."""
-    (tmp_path / "stop.toml").write_text(DONE_WHEN)
+    write(tmp_path, slow_py=SLOW_F, stop_toml=DONE_WHEN_F)
     job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=150"], tmp_path,
-                 ranks=16)
-    job.wait_for(lambda: trials_in(tmp_path / "s.h5") >= 20, "20 trials in the file")
-    os.kill(job.pid(6), signal.SIGSTOP)
+                 ranks=16, env={"MLP": "1", "DIE_RANK": "6", "DIE_AT": "40", "DIE_HOW": "stop"})
     code, _, err = job.wait()
     assert code == 0, err
     res = read_results(tmp_path / "s.h5")

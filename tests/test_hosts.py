@@ -4,10 +4,11 @@ first, the others reached through .ci/hosts-ssh (tests/mpirun.py's ``Launch(host
 runs only there: the delays of workers off rank 0's node counted from receipt, the hosts in the
 results and probe files, deaths and silences that rank 0 cannot see by pid.
 
-The bed is brought up here (as root) if it is not; where it cannot be, the tests skip with the
-reason, and fail under GCC_MPI_TEST_HOSTS=required (set by .ci/run). Both of .ci/run's stages
-run them (MPICH and Open MPI). Faults come from outside, once the results file shows the run
-under way; nothing waits a fixed time.
+The bed is brought up here (as root) if it is not; where it cannot be, the tests (marked
+``hosts``, a tier of tests/tiers.py) skip with the reason and how to run them, and fail under
+GCC_MPI_TEST_HOSTS=required (set by .ci/run). Both of .ci/run's stages run them (MPICH and
+Open MPI). Faults come from outside, once the results file shows the run under way; nothing
+waits a fixed time.
 """
 
 import json
@@ -20,6 +21,7 @@ import pytest
 from mpirun import BED, CI, KEEP_GOING, OPENMPI, Launch, needs_mpiexec, ranks_of, run
 from test_faults import SLOW, SLOW_F, assert_consistent, trials_in, write
 from test_runtime import AGREE, assert_same_as_simulate
+from tiers import unavailable
 
 from gcc_mpi.core.erasures import HUNG, LOST
 from gcc_mpi.files.traces import read_probe
@@ -36,10 +38,8 @@ def bed():
     up = subprocess.run(["bash", str(CI / "hosts-up.sh")], capture_output=True, text=True,
                         timeout=120)
     if up.returncode != 0:
-        why = (up.stderr.strip() or up.stdout.strip()).splitlines()[-1:]
-        if os.environ.get("GCC_MPI_TEST_HOSTS") == "required":
-            pytest.fail(f"GCC_MPI_TEST_HOSTS=required, but .ci/hosts-up.sh failed: {why}")
-        pytest.skip(f"no multi-host bed (.ci/hosts-up.sh, as root): {why}")
+        why = ((up.stderr.strip() or up.stdout.strip()).splitlines() or ["no output"])[-1]
+        unavailable("hosts", f"no multi-host bed (.ci/hosts-up.sh failed: {why})")
     return BED
 
 

@@ -1,8 +1,9 @@
 """slurm/ on a live SLURM (in CI the one-node slurmctld/slurmd of .ci/slurm-up.sh), and the
 refusal of a launch whose tasks are not one MPI job.
 
-The live tests skip, with the reason, where no SLURM node answers; with GCC_MPI_TEST_SLURM=
-required (set by .ci/run after bringing SLURM up) they fail instead. Jobs are small (a few
+The live tests (marked ``slurm``, a tier of tests/tiers.py) skip, with the reason and how to
+run them, where no SLURM node answers; with GCC_MPI_TEST_SLURM=required (set by .ci/run after
+bringing SLURM up) they fail instead. Jobs are small (a few
 trials); every wait polls `scontrol show job` with an overall timeout, and every job a test
 submitted is cancelled when it ends. Nothing asserts on wall-clock time.
 """
@@ -21,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiers import unavailable
+
 from gcc_mpi.cli.main import main
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.reader import read_results
@@ -30,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 TIMEOUT = 150  # seconds a job (or a sweep) may take here: a guard against hangs
 GUARD = "--time=5"  # SLURM ends a job the tests lost track of after 5 minutes
+live = pytest.mark.slurm
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
          "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
 
@@ -79,9 +83,7 @@ def slurm():
     of the jobs the tests submit and cancels them at the end."""
     reason = _slurm_down()
     if reason:
-        if os.environ.get("GCC_MPI_TEST_SLURM") == "required":
-            pytest.fail(f"GCC_MPI_TEST_SLURM=required, but {reason}")
-        pytest.skip(reason)
+        unavailable("slurm", reason)
     submitted = []
     yield submitted
     if submitted:
@@ -146,6 +148,7 @@ def write_job(tmp_path, text=JOB, name="tiny"):
 
 # -- live SLURM -----------------------------------------------------------------------------
 
+@live
 @pytest.mark.parametrize("launcher", [{}, {"GCC_MPI_LAUNCHER": "srun",
                                            "GCC_MPI_SRUN_ARGS": "--mpi=pmi2"}],
                          ids=["mpiexec", "srun-pmi2"])
@@ -172,6 +175,7 @@ def test_run_sbatch_runs_the_default_job(slurm, tmp_path, launcher):
         assert [r["trials"] for r in rows] == [3] * len(res.points[0].schemes)
 
 
+@live
 def test_sweep_sh_runs_the_array_then_merges_and_analyses(slurm, tmp_path):
     """`bash slurm/sweep.sh jobs/sweep-small.toml --ntasks=12`: 4 array tasks (N = 11), then the
     dependent analysis; the merged file holds the 4 points, with the simulator's accuracy."""
@@ -215,6 +219,7 @@ def test_sweep_sh_runs_the_array_then_merges_and_analyses(slurm, tmp_path):
                                        rtol=1e-6)
 
 
+@live
 def test_a_failed_array_task_cancels_the_analysis(slurm, tmp_path):
     """Task 1's python fails: the analysis (afterok, --kill-on-invalid-dep) is cancelled
     instead of pending forever, and nothing is merged."""
@@ -240,6 +245,7 @@ def test_a_failed_array_task_cancels_the_analysis(slurm, tmp_path):
                                                                         "tiny-p2.h5"]
 
 
+@live
 def test_scancel_stops_with_143_and_requeue_resumes(slurm, tmp_path):
     """SIGTERM (scancel; the time limit sends the same): the ranks close the file, the job
     ends with exit code 143; requeued, it appends to its log and resumes to the end."""
@@ -281,6 +287,7 @@ def test_scancel_stops_with_143_and_requeue_resumes(slurm, tmp_path):
         np.testing.assert_array_equal(after["nmse"][:len(nmse)], nmse)
 
 
+@live
 def test_srun_without_pmi_is_refused_but_the_batch_script_runs_gcc_mpi(slurm, tmp_path):
     """srun --mpi=none -n 3: three lone MPI processes, refused (run, probe, simulate: exit 2, one
     line naming PMI, no file). The batch script itself (SLURM_NTASKS=3, no step) runs

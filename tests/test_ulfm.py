@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from mpirun import KEEP_GOING, MPI_NAME, Launch, needs_mpiexec, run
-from test_faults import (DONE_WHEN, SLOW, SLOW_F, assert_consistent,
+from test_faults import (DONE_WHEN_F, SLOW, SLOW_F, assert_consistent,
                          assert_resume_equals_a_whole_run, trials_in, write)
 
 from gcc_mpi.core.erasures import LOST
@@ -135,14 +135,13 @@ def test_a_kill_with_three_rounds_in_flight(tmp_path):
 @needs_ulfm
 def test_the_150_trial_job_survives_a_sigkill_of_rank_5(tmp_path):
     """The issue's scenario: 16 ranks, digits MLP, K = 8, N = 15, bacc and gcc, 2 fixed
-    stragglers of 30 ms; rank 5 is SIGKILLed from outside once 20 trials are in the file:
-    exit 0, complete, 150 trials per scheme, none failed."""
-    (tmp_path / "ulfm.toml").write_text(DONE_WHEN)
-    job = Launch(["run", "ulfm.toml", "-o", "ulfm.h5", "-q"], tmp_path, ranks=16,
-                 mpiexec_options=KEEP_GOING)
-    job.wait_for(lambda: trials_in(tmp_path / "ulfm.h5") >= 20, "20 trials in the file")
-    os.kill(job.pid(5), signal.SIGKILL)
-    code, _, err = job.wait()
+    stragglers of 30 ms; rank 5 SIGKILLs itself in its 40th call of f (DONE_WHEN_F: trial 19
+    or later, 130 before the end; a kill sent once 20 trials were in the file could land after
+    the end on a loaded machine): exit 0, complete, 150 trials per scheme, none failed."""
+    write(tmp_path, slow_py=SLOW_F, ulfm_toml=DONE_WHEN_F)
+    code, _, err = run(["run", "ulfm.toml", "-o", "ulfm.h5", "-q"], tmp_path, ranks=16,
+                       mpiexec_options=KEEP_GOING, env={"MLP": "1", "DIE_RANK": "5",
+                                                        "DIE_AT": "40"})
     assert code == 0, err
     dead = died(err)
     assert list(dead) == [5] and dead[5] >= 19, err
