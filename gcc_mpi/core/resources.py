@@ -33,6 +33,7 @@ import shutil
 from ..job.config import resolved_stragglers
 from ..errors import JobError
 from ..job.registry import SMOOTHING
+from ..job.records import SCALARS
 
 WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)
@@ -42,8 +43,14 @@ MAX_BLOCK = 1024              # simulator: trials in a block at most
 RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used,
                               # error
 TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
-FILE_BYTES = 64 * 2**10       # a results file's own structures, and each (point, scheme)'s:
+FILE_BYTES = 16 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
+CHUNK_BYTES = 16 * 2**10      # as files.writer._CHUNK_BYTES: a dataset's chunk, about,
+CHUNK_ROWS = 1024             # in 1 to 1024 rows
+CHECKSUM_BYTES = 4            # fletcher32, per chunk
+VLEN_BYTES = 16               # a string's reference in its chunk,
+HEAP_BYTES = 16               # and its text (mostly "") in HDF5's heap (measured: 16.7)
+STRINGS = ("reason", "error_text")
 MASTER_BLOCK = 256            # as runtime.trials.BLOCK
 # as results.PENDING_BYTES, journal.DEFERRED_BYTES and results.CHUNK_CACHE (repeated: every rank
 # checks, and workers import no h5py)
@@ -106,10 +113,30 @@ def record_bytes(config):
                for s in config.code.schemes)
 
 
+def dataset_row_bytes(config, scheme):
+    """Bytes per trial of each dataset one scheme's group holds (files.format): the scalars,
+    trial, failed, the strings' references, the (N,) rows, gcc-manifold's K alphas."""
+    N, K = config.code.workers, config.data.batch
+    rows = [8] * (len(SCALARS) + 1) + [1] + [VLEN_BYTES] * len(STRINGS) + [8 * N, 8 * N, N, N]
+    return rows + ([8 * K] if scheme == "gcc-manifold" else [])
+
+
+def stored_bytes(config, trials):
+    """Bytes ``trials`` trials of every scheme of ``config`` take in the file: each dataset
+    whole chunks (as the writer sizes them) and a checksum per chunk, so a short run of many
+    small datasets costs more than its records."""
+    total = len(config.code.schemes) * trials * len(STRINGS) * HEAP_BYTES
+    for scheme in config.code.schemes:
+        for row in dataset_row_bytes(config, scheme):
+            rows = min(max(CHUNK_BYTES // row, 1), CHUNK_ROWS)
+            total += -(-trials // rows) * (rows * row + CHECKSUM_BYTES)
+    return total
+
+
 def file_bytes(points, trials):
     """Bytes of a results file holding ``trials`` trials of each of ``points``."""
     return FILE_BYTES + sum(GROUP_BYTES * len(p.config.code.schemes)
-                            + trials * record_bytes(p.config) for p in points)
+                            + stored_bytes(p.config, trials) for p in points)
 
 
 def point_bytes(config, dim, outputs, simulate):
@@ -196,7 +223,7 @@ def check_disk(job, points, output, *, resume=False, seconds_per_trial=None, fre
         s = max(seconds_per_trial(p), 1e-9)
         n = min(trials, math.ceil(left / s))
         done += n
-        within += n * record_bytes(p.config)
+        within += stored_bytes(p.config, n)
         left -= n * s
         if left <= 0:
             break
