@@ -48,6 +48,9 @@ def test_help_is_plain_text():
     (["simulate", str(JOBS / "sphere-poly.toml"), "-o", "folder"], "-o: folder is a folder"),
     (["merge", "x.h5", "-o", "folder"], "-o: folder is a folder"),
     (["validate", "nope.toml"], "job file: nope.toml: no such file"),
+    # 300 characters: no file name can hold it (it was a traceback over MPI, valid to validate)
+    (["validate", "--set", "job.name=" + "a" * 300], "job.name: "),
+    (["simulate", "--set", "job.name=" + "a" * 300, "-q"], "job.name: "),
 ])
 def test_mistakes_are_one_line(tmp_path, monkeypatch, capsys, argv, key):
     monkeypatch.chdir(tmp_path)
@@ -111,6 +114,19 @@ def test_bad_data_under_mpiexec_is_one_line_from_rank_0(tmp_path):
     code, out, err = launch(["run", "j.toml"], tmp_path, ranks=4)
     assert code == 2 and err.strip().splitlines() == [
         f"gcc_mpi: error: data.path: file not found: {tmp_path / 'nope.npy'}"], err
+
+
+@needs_mpiexec
+def test_a_name_no_file_can_hold_is_the_same_line_under_mpiexec_and_in_simulate(tmp_path):
+    argv = ["--set", "job.name=" + "a" * 300, "-q"]
+    lines = []
+    for command, ranks in (("run", 4), ("simulate", None)):
+        code, out, err = launch([command, *argv], tmp_path, ranks=ranks)
+        errors = [line for line in err.splitlines() if line.startswith("gcc_mpi: error: ")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+        lines.append(errors[0])
+    assert lines[0] == lines[1] and lines[0].startswith("gcc_mpi: error: job.name: "), lines
+    assert not (tmp_path / "results").exists()
 
 
 def table_db(out):

@@ -200,8 +200,10 @@ _SHAPE = Check("a non-empty list of integers >= 1 (one input's shape, e.g. [1, 8
 
 @dataclass(frozen=True)
 class JobSection:
-    name: str = setting(_text(r"[A-Za-z0-9._-]+", 'a name of letters, digits, ".", "_" and "-"'),
-                        "job")
+    # it begins every default output's file name, whose 255 bytes must also hold
+    # "-p<I>-probe-<YYYYmmdd-HHMMSS>.h5"
+    name: str = setting(_text(r"[A-Za-z0-9._-]{1,200}", 'a name of at most 200 letters, digits, '
+                                                         '".", "_" and "-"'), "job")
     seed: int = setting(_int(0), 0)
     trials: int = setting(_int(1), 100)
     # seconds; stop cleanly after
