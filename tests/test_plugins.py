@@ -410,3 +410,47 @@ def test_a_plugin_imports_its_neighbours_from_any_folder(tmp_path, monkeypatch, 
     assert main(["validate", str(codes / "job.toml")]) == 0, capsys.readouterr().err
     assert main(["simulate", str(codes / "job.toml"), "-o", "o.h5", "-q"]) == 0
     assert __import__("sys").path == before   # the folder was on the path only while loading
+
+
+FLAKY = GOOD + '''
+
+class Flaky(Plain):
+    """Decodes like Plain, but raises on every third trial: a plug-in's bug that shows only
+    mid-run (the check before the run decodes batches of 3 columns, the job's f gives 2)."""
+    calls = 0
+
+    def decode(self, received, Y, alpha=None):
+        if Y.shape[1] == 2:
+            Flaky.calls += 1
+            if Flaky.calls % 3 == 0:
+                raise RuntimeError(f"flaky call {Flaky.calls}")
+        return super().decode(received, Y, alpha)
+'''
+
+
+def failed_counts(path):
+    """{scheme: (trials, failed, reasons)} of point 0 of a results file."""
+    out = {}
+    for p in read_results(path).points:
+        for s, d in p.schemes.items():
+            reasons = {r.split(" call ")[0] for r in d["reason"] if r}
+            out[s] = (len(d["failed"]), int(np.sum(d["failed"])), reasons)
+    return out
+
+
+@needs_mpiexec
+def test_a_plugin_that_raises_mid_run_is_that_schemes_failure_in_both_engines(tmp_path):
+    """decode raising at trial 2, 5, 8, ... over 12 trials: that scheme's trials recorded as
+    failed with the message, bacc's all done, exit 0 - in simulate and under mpiexec alike."""
+    (tmp_path / "codes.py").write_text(FLAKY)
+    (tmp_path / "job.toml").write_text(small_job("flaky", ["bacc", "codes.py:Flaky"], 12))
+    seen = []
+    for argv, ranks in ((["simulate"], None), (["run"], 7)):
+        out = f"{argv[0]}.h5"
+        code, _, err = launch([*argv, "job.toml", "-o", out, "-q"], tmp_path, ranks=ranks)
+        assert code == 0 and "Traceback" not in err, err
+        seen.append(failed_counts(tmp_path / out))
+    for counts in seen:
+        assert counts["bacc"][:2] == (12, 0), counts
+        assert counts["codes.py:Flaky"] == (12, 4, {"decode raised RuntimeError: flaky"}), counts
+    assert seen[0] == seen[1]

@@ -112,14 +112,29 @@ def decode_and_score(code, received, Y_received, Y_true, classifier, encoded=Non
     t0 = time.perf_counter()
     try:
         Y_hat, info = code.decode(received, Y_received, encoded.get("alpha"), **extra)
+        if not built_in(code) and np.shape(Y_hat) != np.shape(Y_true):
+            raise ValueError(f"decode returned shape {np.shape(Y_hat)}, expected "
+                             f"{np.shape(Y_true)}")
     except DecodeError as e:
         return {"failed": True, "reason": str(e), "t_decode": time.perf_counter() - t0}
+    except Exception as e:
+        if built_in(code):  # a bug of ours: seen, not recorded as a trial that failed
+            raise
+        # a plug-in's mistake mid-run is that scheme's failed trial, in both engines, and
+        # every other scheme's comparison goes on
+        return {"failed": True, "reason": f"decode raised {type(e).__name__}: {e}",
+                "t_decode": time.perf_counter() - t0}
     t_decode = time.perf_counter() - t0
     if not np.all(np.isfinite(Y_hat)):
         return {"failed": True, "reason": "decoder output is not finite", "t_decode": t_decode}
     mse, nmse, relacc = score(Y_hat, Y_true, classifier)
     return {"failed": False, "reason": "", "t_decode": t_decode, "mse": mse, "nmse": nmse,
             "relacc": relacc, **info}
+
+
+def built_in(code):
+    """Whether ``code`` is one of gcc_mpi's own schemes (not a plug-in's)."""
+    return type(code).__module__.startswith("gcc_mpi.")
 
 
 def uses_inputs(code):
