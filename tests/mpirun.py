@@ -82,12 +82,15 @@ def ours(err):
     on fd 46 failed. ... Bad file descriptor" when ranks leave at the same moment (a teardown
     race inside Open MPI 5's event loop, harmless and not ours), and its PMIx server may print
     "[host:pid] PMIX ERROR: PMIX_ERR_UNREACH in file server/pmix_server.c at line 3214" when
-    ranks leave while it still talks to them (the same race, in PMIx)."""
+    ranks leave while it still talks to them (the same race, in PMIx), and prterun ends its
+    block on a rank's abort with a NUL byte."""
     kept, inside = [], False
     for line in err.splitlines(keepends=True):
         if line.startswith("-" * 20):
             inside = not inside
         elif line.startswith("[warn] Epoll ") or _PMIX_UNREACH.search(line):
+            continue
+        elif "\x00" in line and not line.strip("\x00\n"):  # prterun's NUL after its block
             continue
         elif not inside or line.startswith("gcc_mpi"):  # ours, even if it came amid theirs
             kept.append(line)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mpirun import needs_mpiexec, run
+from mpirun import needs_mpiexec, ours, run
 
 from gcc_mpi.core import resources
 from gcc_mpi.cli.main import main
@@ -218,10 +218,11 @@ def test_a_full_disk_in_an_mpi_run_is_one_line_from_rank_0_and_exit_1(tmp_path):
     (tmp_path / "full.toml").write_text(FULL)
     code, _, err = run(["run", "full.toml", "-o", "cut.h5", "-q"], tmp_path, 5)
     errors = [line for line in err.splitlines() if line.startswith("gcc_mpi: error:")]
-    # (a worker that MPI_Abort ends may print its own traceback of the interrupted wait)
     assert code == 1 and "ResourceError" not in err and "writer.py" not in err, err
     assert len(errors) == 1 and errors[0].startswith("gcc_mpi: error: cannot write cut.h5: "
                                                      "File too large"), err
+    # the one line is the last: no "Abort(1) ..." of MPICH's, no traceback cut off mid-print
+    assert ours(err).splitlines()[-1] == errors[0] and "Traceback" not in err, err
     with ResultsFile(tmp_path / "cut.h5") as f:
         held = {f.trials(p.index, s) for p in f.points for s in p.schemes}
         assert not f.complete and len(held) <= 1 and held <= set(range(400))

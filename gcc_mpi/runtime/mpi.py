@@ -404,7 +404,20 @@ def abort(comm, code):
         except MPI.Exception:  # revoked already (by another rank)
             pass
         exit_without_finalize(code, "abort")
+    quiet_from_here()
     comm.Abort(code)
+
+
+def quiet_from_here():
+    """Nothing more on this rank's stderr: what it had to say is said and read (``drain``).
+    MPICH's MPI_Abort prints its own "Abort(1) on node 0 ..." line, and the launcher's signals
+    that end the job can interrupt Python mid-print (a traceback cut off after its third line,
+    seen on a full disk): neither adds anything to the one line already given."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stderr.fileno())
+    except (OSError, ValueError):  # no stderr to silence
+        pass
 
 
 def ended_elsewhere(MPI, e):
