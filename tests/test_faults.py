@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 import h5py
@@ -414,6 +415,32 @@ def test_a_worker_stopped_for_good_is_a_straggler_and_the_job_completes(tmp_path
     for name, d in res.points[0].schemes.items():
         assert len(d["trial"]) == 150 and not d["failed"].any(), name
         assert (d["error"][t + 1:, 5] == HUNG).all() and not d["used"][t + 1:, 5].any(), name
+
+
+@needs_mpiexec
+def test_a_suspension_of_the_whole_job_hangs_no_worker(tmp_path):
+    """Every process of the job (mpiexec, its proxies, the ranks) SIGSTOPped for 8 s once 40
+    trials' calls of f were made, then SIGCONTed, as SLURM's suspend does: rank 0 wakes with its
+    clock 8 s on, but so did every worker's: nobody is hung, no trial failed, exit 0. (Before,
+    rank 0 found the replies overdue by its own clock and counted 2-3 healthy workers hung.)"""
+    write(tmp_path, slow_py=SLOW_F, stop_toml=DONE_WHEN_F)
+    job = Launch(["run", "stop.toml", "-o", "s.h5", "-q", "--set", "job.trials=300"], tmp_path,
+                 ranks=16, env={"MLP": "1", "SLOW": "0.002"})
+    log = tmp_path / "calls.log"   # one line "x" per call of f: 30 calls a trial
+    job.wait_for(lambda: log.exists() and log.stat().st_size >= 2 * 30 * 40, "40 trials' calls")
+    everyone = job.processes()
+    for pid in everyone:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(8)   # the suspension itself, not a wait for an event
+    for pid in everyone:
+        os.kill(pid, signal.SIGCONT)
+    code, _, err = job.wait()
+    assert code == 0, err
+    res = read_results(tmp_path / "s.h5")
+    assert res.complete and "hung" not in res.attrs, res.attrs.get("hung")
+    assert "has not answered" not in err, err
+    for name, d in res.points[0].schemes.items():
+        assert len(d["trial"]) == 300 and not d["failed"].any(), name
 
 
 # f of a worker that dies while it builds f (os._exit at import on rank 3): after its HELLO

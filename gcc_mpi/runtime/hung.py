@@ -28,6 +28,11 @@ serve the next rounds for every other worker; and it gets no task while anything
 parked (error code HUNG again). No blocking MPI call can see a due time pass, which is why no
 rank ever blocks in one (``mpi``).
 
+Rank 0 looks every LOOK_EVERY s; a gap of more than JUMP s between two looks means rank 0 itself
+did not run — the whole job suspended (SLURM's suspend and gang scheduling stop every process,
+then continue them), or rank 0 busy — and then every reply owed is due no sooner than the
+grace counted from the end of the gap: a clock that jumped for everyone is no worker's silence.
+
 If it answers again (SIGCONT), its late replies complete the parked receives and are discarded
 (with the ERROR message of a FAILED one); once all of them came, its requests go back to their
 slots and it gets tasks again from the next round on.
@@ -61,6 +66,7 @@ LOOK_EVERY = 0.5     # seconds between looks for overdue replies
 RESUME_GRACE = 5.0   # seconds a hung worker has at the end, once resumed, to answer
 SILENCE_MIN = 60.0   # seconds: a round that no worker answered waits at least this long ...
 SILENCE_FACTOR = 100.0  # ... and 100 x rank 0's own f on a trial's batch (see above)
+JUMP = 2.0           # seconds between two looks (due every LOOK_EVERY) that mean rank 0 did not run
 
 
 class Stuck(WorkerLost):
@@ -102,6 +108,8 @@ class Hung:
         self.next_look = 0.0    # time.perf_counter() of the next look for overdue replies
         self.f_time = 0.0       # seconds: the longest rank 0's f took on a trial's batch
         self.waited = {}        # rank -> the HANG it was found late by (for its message)
+        self.looked = None      # time.perf_counter() of the last call of ``look``
+        self.resumed = -np.inf  # ... of the end of the last time rank 0 did not run
 
     def hang_after(self):
         """Each rank's HANG (seconds), from its results so far."""
@@ -132,6 +140,12 @@ class Hung:
     def look(self, rounds, now):
         """The ranks newly past the due time of the oldest reply they owe in ``rounds``, looked
         for every LOOK_EVERY s ([] in between)."""
+        if self.looked is not None and now - self.looked > JUMP:
+            # rank 0 itself did not run (the whole job suspended - SLURM's suspend, gang
+            # scheduling, a stopped terminal - or rank 0 busy): its clock jumped for every
+            # worker too, and the replies they owe are judged from now, not from before
+            self.resumed = now
+        self.looked = now
         if now < self.next_look:
             return []
         self.next_look = now + LOOK_EVERY
@@ -147,6 +161,7 @@ class Hung:
                     due = max(start, r.decided) + grace
                 else:
                     due = start + float(r.rec["delay"][w]) + grace
+                due = max(due, self.resumed + grace)
                 if now > due:
                     late.append(w + 1)
                     self.waited[w + 1] = grace
