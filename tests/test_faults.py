@@ -945,6 +945,13 @@ class _Round:
         self.stopped, self.decided = set(stopped), decided
 
 
+def look_at(hung, rounds, now):
+    """``hung.look`` at ``now`` with rank 0 looking all along (no gap in its looks: a gap means
+    rank 0 did not run, the last of these tests)."""
+    hung.next_look, hung.looked = 0.0, now
+    return hung.look(rounds, now)
+
+
 def test_a_worker_is_hung_past_its_delay_plus_ten_times_its_usual_time():
     """Due times: a worker owes the oldest reply it holds by max(the send, its last reply) +
     its delay + HANG (HANG_MIN = 3 s, or 10 x the 90th percentile of its results' time beyond
@@ -954,25 +961,19 @@ def test_a_worker_is_hung_past_its_delay_plus_ten_times_its_usual_time():
 
     hung = Hung(None, None, None, {}, "here", 4)
     r = _Round(1, [0, 1, 2], t_sent=100.0, delays=[0.0, 5.0, 0.0])
-    assert hung.look([r], 104.0) == []  # nobody answered round 1 yet
+    assert look_at(hung, [r], 104.0) == []  # nobody answered round 1 yet
     hung.replied(3, 1, 100.01, beyond=0.01)  # worker 2 did
     r.pending.discard(2)
-    hung.next_look = 0.0
-    assert hung.look([r], 100.0 + HANG_MIN - 0.01) == []
-    hung.next_look = 0.0
-    assert hung.look([r], 100.0 + HANG_MIN + 0.01) == [1]  # worker 0; worker 1 sleeps 5 s
-    hung.next_look = 0.0
-    assert hung.look([r], 100.0 + 5.0 + HANG_MIN + 0.01) == [1, 2]
+    assert look_at(hung, [r], 100.0 + HANG_MIN - 0.01) == []
+    assert look_at(hung, [r], 100.0 + HANG_MIN + 0.01) == [1]  # worker 0; worker 1 sleeps 5 s
+    assert look_at(hung, [r], 100.0 + 5.0 + HANG_MIN + 0.01) == [1, 2]
     r.stopped, r.decided = {0, 1}, 101.0  # STOPped at 101 s: due by 104 s, whatever the delay
-    hung.next_look = 0.0
-    assert hung.look([r], 104.01) == [1, 2]
+    assert look_at(hung, [r], 104.01) == [1, 2]
     for _ in range(10):  # rank 1's results take 1 s beyond their delay: 10 s of patience,
         hung.replied(1, 1, 100.0, beyond=1.0)  # for the ranks with fewer results of their own
     assert list(hung.hang_after()[1:]) == pytest.approx([10.0] * 3)
-    hung.next_look = 0.0
-    assert hung.look([r], 104.01) == []
-    hung.next_look = 0.0
-    assert hung.look([r], 111.01) == [1, 2]
+    assert look_at(hung, [r], 104.01) == []
+    assert look_at(hung, [r], 111.01) == [1, 2]
     for _ in range(10):
         hung.replied(2, 1, 100.0, beyond=0.01)  # its own results: fast
     assert hung.hang_after()[2] == HANG_MIN
@@ -988,13 +989,30 @@ def test_a_round_nobody_answers_waits_for_silence_then_its_workers_are_hung():
     r = _Round(1, [0, 1, 2], t_sent=100.0, delays=[0.0, 5.0, 0.0])
     hung.timed(0.2)  # 100 x 0.2 s = 20 s: the floor holds
     assert hung.silence() == SILENCE_MIN == 60.0
-    assert hung.look([r], 100.0 + SILENCE_MIN - 0.01) == []
-    hung.next_look = 0.0
-    assert hung.look([r], 100.0 + SILENCE_MIN + 0.01) == [1, 3]  # worker 1 sleeps 5 s more
+    assert look_at(hung, [r], 100.0 + SILENCE_MIN - 0.01) == []
+    assert look_at(hung, [r], 100.0 + SILENCE_MIN + 0.01) == [1, 3]  # worker 1 sleeps 5 s more
     assert hung.waited[1] == SILENCE_MIN
     hung.timed(1.5)  # a slower f: 150 s
-    hung.next_look = 0.0
     assert hung.silence() == 1.5 * SILENCE_FACTOR == 150.0
-    assert hung.look([r], 100.0 + 149.9) == []
-    hung.next_look = 0.0
-    assert hung.look([r], 100.0 + 5.0 + 150.01) == [1, 2, 3]
+    assert look_at(hung, [r], 100.0 + 149.9) == []
+    assert look_at(hung, [r], 100.0 + 5.0 + 150.01) == [1, 2, 3]
+
+
+def test_a_gap_in_rank_0s_looks_restarts_every_workers_grace():
+    """Rank 0 that did not look for more than JUMP s (the whole job suspended, or rank 0 busy)
+    counts the replies owed from the end of the gap: a worker overdue by rank 0's clock across
+    the gap is not hung until its grace has passed again after it."""
+    from gcc_mpi.runtime.hung import HANG_MIN, JUMP, Hung
+
+    hung = Hung(None, None, None, {}, "here", 4)
+    r = _Round(1, [0, 1, 2], t_sent=100.0, delays=[0.0, 0.0, 0.0])
+    hung.replied(3, 1, 100.01, beyond=0.01)  # worker 2 answered: the others owe theirs
+    r.pending.discard(2)
+    busy = Hung(None, None, None, {}, "here", 4)
+    busy.replied(3, 1, 100.01, beyond=0.01)
+    assert look_at(hung, [r], 100.5) == [] and look_at(busy, [r], 100.5) == []
+    back = 100.5 + JUMP + 8.0                 # 8 s and more since the last look
+    assert busy.look([r], back, cpu=busy.cpu + back - 100.5) == [1, 2]  # rank 0 computed
+    assert hung.look([r], back, cpu=hung.cpu) == []  # rank 0 did not run: due again from now
+    assert look_at(hung, [r], back + HANG_MIN - 0.01) == []
+    assert look_at(hung, [r], back + HANG_MIN + 0.01) == [1, 2]

@@ -28,10 +28,12 @@ serve the next rounds for every other worker; and it gets no task while anything
 parked (error code HUNG again). No blocking MPI call can see a due time pass, which is why no
 rank ever blocks in one (``mpi``).
 
-Rank 0 looks every LOOK_EVERY s; a gap of more than JUMP s between two looks means rank 0 itself
-did not run — the whole job suspended (SLURM's suspend and gang scheduling stop every process,
-then continue them), or rank 0 busy — and then every reply owed is due no sooner than the
-grace counted from the end of the gap: a clock that jumped for everyone is no worker's silence.
+Rank 0 looks every LOOK_EVERY s; a gap of more than JUMP s between two looks in which its CPU
+time went on by less than half the gap means rank 0 itself did not run — the whole job
+suspended (SLURM's suspend and gang scheduling stop every process, then continue them) — and
+then every reply owed is due no sooner than the grace counted from the end of the gap: a clock
+that jumped for everyone is no worker's silence. (Rank 0 busy, with its CPU time going on, is
+not such a gap: the replies that came meanwhile are taken before it looks.)
 
 If it answers again (SIGCONT), its late replies complete the parked receives and are discarded
 (with the ERROR message of a FAILED one); once all of them came, its requests go back to their
@@ -108,7 +110,8 @@ class Hung:
         self.next_look = 0.0    # time.perf_counter() of the next look for overdue replies
         self.f_time = 0.0       # seconds: the longest rank 0's f took on a trial's batch
         self.waited = {}        # rank -> the HANG it was found late by (for its message)
-        self.looked = None      # time.perf_counter() of the last call of ``look``
+        self.looked = None      # time.perf_counter() of the last call of ``look``,
+        self.cpu = 0.0          # ... and rank 0's CPU time then
         self.resumed = -np.inf  # ... of the end of the last time rank 0 did not run
 
     def hang_after(self):
@@ -137,15 +140,19 @@ class Hung:
             self.beyond[rank, self.results[rank] % HISTORY] = beyond
             self.results[rank] += 1
 
-    def look(self, rounds, now):
+    def look(self, rounds, now, cpu=None):
         """The ranks newly past the due time of the oldest reply they owe in ``rounds``, looked
-        for every LOOK_EVERY s ([] in between)."""
-        if self.looked is not None and now - self.looked > JUMP:
+        for every LOOK_EVERY s ([] in between); ``cpu``: rank 0's CPU time now (default
+        time.process_time())."""
+        cpu = time.process_time() if cpu is None else cpu
+        if self.looked is not None and now - self.looked > JUMP and \
+                cpu - self.cpu < (now - self.looked) / 2:
             # rank 0 itself did not run (the whole job suspended - SLURM's suspend, gang
-            # scheduling, a stopped terminal - or rank 0 busy): its clock jumped for every
-            # worker too, and the replies they owe are judged from now, not from before
+            # scheduling, a stopped terminal - or rank 0 not given a core): the clock jumped
+            # for every worker too, and the replies they owe are judged from now. Rank 0 busy
+            # (its CPU time went on) is no such gap: what came meanwhile is taken before this
             self.resumed = now
-        self.looked = now
+        self.looked, self.cpu = now, cpu
         if now < self.next_look:
             return []
         self.next_look = now + LOOK_EVERY
