@@ -97,12 +97,16 @@ def ours(err):
     return "".join(kept)
 
 
+# rank 0's start-up line, whole: stderr read while it is being written may end mid-line
+START_LINE = re.compile(r"ranks by host and pid: (.*)\n")
+
+
 def ranks_of(err):
     """{rank: (pid, host)} from rank 0's line "gcc_mpi: ranks by host and pid: HOST: ranks 0-4 =
     pids 100-104; HOST2: rank 5 = pid 120; HOST3: 6=130, 7=133" in ``err``."""
     from gcc_mpi.runtime.startup import read_pid_map
 
-    return read_pid_map(re.search(r"ranks by host and pid: (.*)", err).group(1))
+    return read_pid_map(START_LINE.search(err).group(1))
 
 
 def pid_of(err, rank):
@@ -233,7 +237,8 @@ class Launch:
         return self.proc.returncode, self.out_path.read_text(), ours(self.err())
 
     def pid(self, rank):
-        """The pid of ``rank``, from rank 0's line "ranks by host and pid"."""
+        """The pid of ``rank``, from rank 0's line "ranks by host and pid" (waited for whole)."""
+        self.wait_for(lambda: START_LINE.search(self.err()), "rank 0's start-up line")
         return pid_of(self.err(), rank)
 
     def wait_for_err(self, pattern, timeout=30):

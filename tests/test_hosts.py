@@ -29,7 +29,7 @@ from gcc_mpi.files.reader import read_results
 
 on_hosts = pytest.mark.hosts
 
-HOSTS = r"gcc_mpi: ranks by host and pid: (.*)"
+HOSTS = r"gcc_mpi: ranks by host and pid: (.*)\n"  # the whole line
 
 
 @pytest.fixture(scope="module")
