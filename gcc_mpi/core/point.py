@@ -41,7 +41,7 @@ def load_data_and_f(config, base_dir="."):
     dataset = load_dataset(d.source, dim=d.dim, path=d.path, key=d.key, noise=d.noise,
                            labels_key=d.labels_key, seed=config.job.seed, base_dir=base_dir)
     if dataset.n_rows is not None and d.batch > dataset.n_rows:
-        dropped = getattr(dataset, "duplicates", 0)
+        dropped = dataset.duplicates
         rows = f"unique rows ({dropped} duplicate rows dropped)" if dropped else "rows"
         raise JobError("data.batch", f"{d.batch} inputs per batch but the {d.source} data have "
                                      f"only {dataset.n_rows} {rows}")

@@ -78,7 +78,7 @@ def _data_and_f(c, base_dir, warnings, point, n_points):
     from .point import load_data_and_f
 
     dataset, target = load_data_and_f(c, base_dir)
-    dropped = getattr(dataset, "duplicates", 0)
+    dropped = dataset.duplicates
     if dropped:
         warnings.append(f"data.path: {dropped} duplicate row{'s' if dropped > 1 else ''} of "
                         f"{dataset.path.name} dropped (a batch never holds one input twice): "

@@ -34,6 +34,7 @@ from ..job.config import resolved_stragglers
 from ..errors import JobError
 from ..job.registry import SMOOTHING
 from ..job.records import SCALARS
+from ..files.format import chunk_rows
 
 WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)
@@ -45,8 +46,6 @@ RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay,
 TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
 FILE_BYTES = 16 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
-CHUNK_BYTES = 16 * 2**10      # as files.writer._CHUNK_BYTES: a dataset's chunk, about,
-CHUNK_ROWS = 1024             # in 1 to 1024 rows
 CHECKSUM_BYTES = 4            # fletcher32, per chunk
 VLEN_BYTES = 16               # a string's reference in its chunk,
 HEAP_BYTES = 16               # and its text (mostly "") in HDF5's heap (measured: 16.7)
@@ -128,7 +127,7 @@ def stored_bytes(config, trials):
     total = len(config.code.schemes) * trials * len(STRINGS) * HEAP_BYTES
     for scheme in config.code.schemes:
         for row in dataset_row_bytes(config, scheme):
-            rows = min(max(CHUNK_BYTES // row, 1), CHUNK_ROWS)
+            rows = chunk_rows(row)
             total += -(-trials // rows) * (rows * row + CHECKSUM_BYTES)
     return total
 

@@ -28,6 +28,14 @@ FORMAT = "gcc_mpi/1"
 # checksums; with fletcher32 on every numeric dataset, a damaged file is a read error rather
 # than wrong numbers
 LIBVER = ("v110", "latest")
+CHUNK_BYTES = 16 * 1024   # a dataset's target chunk size,
+CHUNK_ROWS = 1024         # in 1 to 1024 rows
+
+
+def chunk_rows(row_bytes):
+    """Rows per chunk of a dataset whose one row takes ``row_bytes`` (the writer's chunks, and
+    the size estimate of ``core.resources``)."""
+    return int(min(max(CHUNK_BYTES // max(1, row_bytes), 1), CHUNK_ROWS))
 
 
 def point_name(index):

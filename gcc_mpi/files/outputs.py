@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import JobError
+from ..job.user_code import file_named
 
 
 def default_output(job, point=None, kind=None):
@@ -67,7 +68,7 @@ def job_inputs(job):
             if given:
                 found.append(job.resolve_path(given))
         for spec in (c.target.function, *c.code.schemes):
-            where = spec.rpartition(":")[0] if spec and ":" in spec else ""
-            if where.endswith(".py") or "/" in where or "\\" in where:
-                found.append(job.resolve_path(where))
+            path = file_named(spec, job.base_dir)
+            if path is not None:
+                found.append(path)
     return found

@@ -35,12 +35,11 @@ import numpy as np
 
 from .. import __version__
 from ..errors import JobError, ResourceError
-from .format import FORMAT, LIBVER, plain, point_name, resumable_config
+from .format import FORMAT, LIBVER, chunk_rows, plain, point_name, resumable_config
 from .journal import Busy, CommittedFile, journal_path
 from .outputs import refuse
 from .reader import check_readable
 
-_CHUNK_BYTES = 16 * 1024  # target chunk size; rows per chunk clipped to [1, 1024]
 COMMIT_SECONDS = 1.0      # flush commits once the last commit is this old,
 COMMIT_BUDGET = 20        # or 20 times as old as it took (cheap commits come sooner)
 PENDING_BYTES = 4 << 20   # rows held before they are written into the file
@@ -316,7 +315,7 @@ class ResultWriter:
     def _create(self, index, scheme, key, a, length):
         g = self._group(index, scheme)
         dtype = _STR if a.dtype == object else a.dtype
-        rows = int(np.clip(_CHUNK_BYTES // max(1, _nbytes(a[:1])), 1, 1024))
+        rows = chunk_rows(_nbytes(a[:1]))
         fill = {"f": np.nan, "b": False, "i": 0}.get(a.dtype.kind)
         kw = {} if fill is None else {"fillvalue": fill}
         if h5py.check_string_dtype(np.dtype(dtype)) is None:  # HDF5 filters no vlen strings

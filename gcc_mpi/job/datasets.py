@@ -56,6 +56,7 @@ class Dataset:
     dim = None
     shape = None
     n_rows = None
+    duplicates = 0  # exact duplicate rows dropped from a data file
     labels = None
     X = None
 
@@ -86,7 +87,7 @@ class PoolDataset(Dataset):
     def __init__(self, name, X, labels=None, path=None, shape=None, duplicates=0):
         self.name, self.X, self.labels, self.path = name, X, labels, path
         self.n_rows, self.dim = X.shape
-        self.duplicates = duplicates  # exact duplicate rows dropped from the file's
+        self.duplicates = duplicates
         self.shape = tuple(shape) if shape is not None else (self.dim,)
 
     def sample(self, rng, k):

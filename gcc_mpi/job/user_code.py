@@ -35,6 +35,15 @@ def _importable(folder):
             sys.path.remove(entry)
 
 
+def file_named(spec, base_dir):
+    """The file a ``"file.py:name"`` spec names, resolved against ``base_dir``; None for a
+    ``"module:name"`` spec (or one without a colon)."""
+    where = spec.rpartition(":")[0] if isinstance(spec, str) else ""
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        return Path(base_dir, Path(where).expanduser())
+    return None
+
+
 def load(spec, base_dir, key, what="name"):
     """The object ``spec`` names, or JobError(key, ...) saying why not; ``what`` is the kind
     of thing after the colon, for the messages ("function", "Class")."""
@@ -45,8 +54,8 @@ def load(spec, base_dir, key, what="name"):
     if not where or not attr:
         raise JobError(key, f"expected 'package.module:{what}' or 'path/to/file.py:{what}', "
                             f"got {spec!r}")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(base_dir, Path(where).expanduser())
+    path = file_named(spec, base_dir)
+    if path is not None:
         if not path.is_file():
             raise JobError(key, f"file not found: {path}")
         name = f"_gcc_mpi_user_{next(_counter)}_{path.stem}"

@@ -249,15 +249,15 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
     trace_abs = Path(trace).expanduser().resolve()
     measured = read_trace(trace_abs, "--trace")
     ns, schemes, trials = _request(base, measured, max_workers, schemes, trials)
+    inputs = [*job_inputs(job), trace_abs]
     if write:
-        refuse(write, "--write", overwrite=overwrite, example="best.toml",
-               inputs=[*job_inputs(job), trace_abs])
+        refuse(write, "--write", overwrite=overwrite, example="best.toml", inputs=inputs)
     if plot:
         from .plots import require_matplotlib
 
         require_matplotlib()
         refuse(plan_figure(plot, job.config.job.name), "--plot", overwrite=overwrite,
-               inputs=[*job_inputs(job), trace_abs])
+               inputs=inputs)
     cands = evaluate(base, str(trace_abs), ns, schemes, trials, measured.workers, measured,
                      job.base_dir)
     front = pareto(cands)
