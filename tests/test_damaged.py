@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 from jobfiles import small_job
+from refusals import one_line
 
 import gcc_mpi
 from gcc_mpi.cli.main import main
@@ -36,18 +37,6 @@ def good(tmp_path_factory):
     (folder / "job.toml").write_text(small_job("damaged", ["bacc", "gcc"], 40))
     assert main(["simulate", str(folder / "job.toml"), "-o", str(folder / "good.h5"), "-q"]) == 0
     return folder
-
-
-def one_line(capsys, argv, victim, *expect):
-    before = victim.read_bytes()
-    capsys.readouterr()
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcc_mpi: error: "), err
-    assert "Traceback" not in err and all(e in err for e in expect), err
-    assert victim.read_bytes() == before      # the input untouched
-    return lines[0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)

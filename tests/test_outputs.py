@@ -8,6 +8,7 @@ import pytest
 from jobfiles import small_job
 from mpirun import needs_mpiexec
 from mpirun import run as launch
+from refusals import one_line
 
 import gcc_mpi
 from gcc_mpi.cli.main import main
@@ -28,13 +29,7 @@ def made(tmp_path, monkeypatch):
 
 def refused(argv, capsys, victim, option):
     """``argv`` exits 2 with one line naming ``option``, and ``victim`` is unchanged."""
-    before = victim.read_bytes()
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and f"error: {option}: " in err, err
-    assert victim.read_bytes() == before
-    return err
+    return one_line(capsys, argv, victim, f"error: {option}: ")
 
 
 @pytest.mark.parametrize("option", ["--csv", "--html"])
