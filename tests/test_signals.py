@@ -13,8 +13,8 @@ import signal
 
 import pytest
 from mpirun import Launch, needs_mpiexec
-from test_faults import (SLOW, SLOW_F, assert_consistent, lines, start_slow_simulate, trials_in,
-                         witnessed, write)
+from test_faults import (SLOW, SLOW_F, SLOW_SIMULATE, assert_consistent, lines,
+                         start_slow_simulate, trials_in, witnessed, write)
 
 from gcc_mpi.files.reader import read_results
 
@@ -94,6 +94,47 @@ def test_sigterm_to_simulate_is_a_clean_stop_with_exit_code_143(tmp_path):
     code, _, err = job.wait()
     assert code == 143, err
     assert re.search(STOPPED.format(how="by SIGTERM", trials=200, out="cut.h5"), err), err
+    assert_stopped_file(tmp_path / "cut.h5", 200)
+
+
+# f that takes 10 minutes from its 100th call on (a trial of minutes: K = 2000, N = 3000), after
+# sending this process SIGTERM in that call when asked to
+LONG_F = '''
+import os
+import signal
+import time
+
+import numpy as np
+
+calls = 0
+
+
+def f(X):
+    global calls
+    calls += 1
+    if calls >= 100:
+        if calls == 100 and os.environ.get("SELF_SIGNAL"):
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(600)
+        open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "finished"), "w").close()
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+
+
+@pytest.mark.parametrize("how, code", [("by SIGTERM", 143), ("at job.time_limit = 3 s", 124)])
+def test_a_stop_inside_a_long_trial_of_simulate_ends_it_at_once(tmp_path, how, code):
+    """The trial under way is dropped, not finished: the stop does not wait for its 10 minutes
+    (before, simulate honoured a stop only between schemes: 24 s of a 40 s trial). The job's
+    time limit comes by an alarm, the signal inside f; either way the file keeps every trial
+    finished before, and f never returns from its sleep."""
+    write(tmp_path, slow_py=LONG_F, slow_toml=SLOW)
+    limit = ["--set", "job.time_limit=3"] if code == 124 else []
+    code_seen, _, err = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q", *SLOW_SIMULATE,
+                                *limit], tmp_path,
+                               env={} if code == 124 else {"SELF_SIGNAL": "1"}).wait()
+    assert code_seen == code, err
+    assert re.search(STOPPED.format(how=how, trials=200, out="cut.h5"), err), err
+    assert not (tmp_path / "finished").exists()
     assert_stopped_file(tmp_path / "cut.h5", 200)
 
 

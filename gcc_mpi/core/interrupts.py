@@ -3,7 +3,11 @@ own deadline ``job.time_limit``. No MPI here: the simulator and the MPI runtime 
 
 The signal handlers only take note; the trial loops call ``check()``, which raises
 ``Interrupted`` at a point where the state is clean (between trials in the simulator; in the MPI
-master also while it waits for results, so a round with long delays is abandoned at once).
+master also while it waits for results, so a round with long delays is abandoned at once). Work
+whose result is dropped whole on a stop runs inside ``abandoning()``, where the handler (and, for
+the deadline, an alarm) raises ``Interrupted`` at once: the simulator's block of trials, so a
+trial that takes minutes (K = 2000, N = 3000: 40 s) does not hold a stop up for the rest of it
+(24 s measured before), only for the numpy call under way.
 Whoever catches ``Interrupted`` keeps every finished trial, closes the file with ``complete =
 false`` and exits with ``Interrupted.code``; ``--resume`` continues from there. A second Ctrl-C
 raises KeyboardInterrupt immediately (the hard way out).
@@ -15,13 +19,17 @@ timeout(1)).
 import signal
 import threading
 import time
+from contextlib import contextmanager
 
 TIME_LIMIT_CODE = 124
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class Interrupted(Exception):
-    """The job was asked to stop; ``code`` is the exit code it should end with."""
+class Interrupted(BaseException):
+    """The job was asked to stop; ``code`` is the exit code it should end with. Not an
+    Exception, as KeyboardInterrupt is not: raised inside a user's f or plug-in
+    (``abandoning``), it must not be taken by their ``except Exception`` for their own failure
+    (an erasure, a failed decode)."""
 
     def __init__(self, why, code):
         super().__init__(why)
@@ -47,6 +55,7 @@ class InterruptFlag:
         self.signum = None
         self.since = None
         self._old = {}
+        self._abandon = False  # inside ``abandoning``: a stop raises at once
 
     def set_limit(self, time_limit):
         """Stop ``time_limit`` seconds after this flag was made (None: never)."""
@@ -71,6 +80,40 @@ class InterruptFlag:
             self.signum, self.since = signum, time.monotonic()
         elif signum == signal.SIGINT:
             raise KeyboardInterrupt  # Ctrl-C twice: stop now, however it ends
+        self._raise_if_abandoning()
+
+    def _alarm(self, signum, frame):
+        self._raise_if_abandoning()
+
+    def _raise_if_abandoning(self):
+        if self._abandon:
+            self._abandon = False  # once: the unwinding's own code is not interrupted again
+            self.check()
+
+    @contextmanager
+    def abandoning(self):
+        """Work inside is dropped whole on a stop: a signal, or the deadline passing, raises
+        Interrupted at once (at the next Python instruction: a numpy call under way finishes)
+        instead of at the next ``check()``. Only where the handlers are installed (``with``, in
+        the main thread); elsewhere the work runs to its end, as outside."""
+        if not self._old:
+            yield
+            return
+        self.check()
+        alarm = self.deadline is not None
+        if alarm:
+            previous = signal.signal(signal.SIGALRM, self._alarm)
+            # a little past the deadline: check() compares time.monotonic() with it
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(self.deadline - time.monotonic(), 0.0) + 1e-3)
+        self._abandon = True
+        try:
+            yield
+        finally:
+            self._abandon = False
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
 
     # -- checks ----------------------------------------------------------------------------
     @property

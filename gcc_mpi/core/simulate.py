@@ -19,6 +19,7 @@ and a block of work.
 
 import functools
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,7 +169,7 @@ def run_point(setup, point, writer, progress, trials, stop=None):
     about a millisecond, so small blocks are not appended one by one), when they hold a full
     block's worth of trials (so at most two blocks are held: resources.py), and, on Interrupted
     (from ``stop.check()``) or any other exception, before it propagates; the unfinished block is
-    dropped."""
+    dropped: a stop inside it ends it at once (``InterruptFlag.abandoning``)."""
     names = list(setup.codes)
     done = {name: [] for name in names}
     held = 0  # trials in ``done``
@@ -188,7 +189,9 @@ def run_point(setup, point, writer, progress, trials, stop=None):
         while start < len(trials):
             t0 = time.monotonic()
             block = trials[start:start + size]
-            for name, columns in block_columns(setup, point.index, block, names, stop).items():
+            with stop.abandoning() if stop is not None else nullcontext():
+                by_scheme = block_columns(setup, point.index, block, names, stop)
+            for name, columns in by_scheme.items():
                 done[name].append(columns)
             for _ in block:
                 progress.trial_done()
