@@ -67,10 +67,16 @@ class InterruptFlag:
         return False
 
     def _note(self, signum, frame):
-        if self.signum is None:
-            self.signum, self.since = signum, time.monotonic()
-        elif signum == signal.SIGINT:
+        if not self.note(signum) and signum == signal.SIGINT:
             raise KeyboardInterrupt  # Ctrl-C twice: stop now, however it ends
+
+    def note(self, signum):
+        """Signal ``signum`` came (here, or to another rank of the job); True when it is the
+        first."""
+        if self.signum is not None:
+            return False
+        self.signum, self.since = signum, time.monotonic()
+        return True
 
     # -- checks ----------------------------------------------------------------------------
     @property
