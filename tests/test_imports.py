@@ -263,7 +263,8 @@ def test_an_assignment_from_outside_is_caught(tmp_path):
     driver.write_text(driver.read_text().replace(
         "    progress = progress or Quiet()\n",
         "    progress = progress or Quiet()\n    engine.events = sink\n"))
-    assert outside_assignments(copy) == ["gcc_mpi.core.driver:188: engine.events"]
+    assert [f.split(":")[0] + f.split(":")[2] for f in outside_assignments(copy)] == [
+        "gcc_mpi.core.driver engine.events"]
 
 
 SPY_F = '''
