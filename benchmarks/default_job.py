@@ -19,7 +19,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from gcc_mpi.job.config import load_default_job  # noqa: E402
-from gcc_mpi.core.simulate import block_columns, prepare  # noqa: E402
+from gcc_mpi.core.point import prepare  # noqa: E402
+from gcc_mpi.core.simulate import block_columns  # noqa: E402
 
 APPROXIMATE = ("bacc", "letcc", "gcc", "gcc-manifold")
 GOAL_DB = -10.0

@@ -25,15 +25,16 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
+from gcc_mpi.core.driver import run_points  # noqa: E402
 from gcc_mpi.job.config import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import abort_on_error, resolve_wait  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
-from gcc_mpi.runtime.trials import run_trials  # noqa: E402
 from gcc_mpi.runtime.worker import build_targets  # noqa: E402
 
 
 class Records:
-    """Stands in for the ResultWriter: keeps the records of point 0 in memory."""
+    """Stands in for the ResultWriter (a ``core.driver.RecordSink``): keeps the records of
+    point 0 in memory."""
 
     def __init__(self):
         self.rows = []
@@ -57,22 +58,6 @@ class Records:
         return np.concatenate([r[key] for r in self.rows])
 
 
-class Quiet:
-    """Stands in for Progress."""
-
-    def start_point(self, k):
-        pass
-
-    def skip(self, n):
-        pass
-
-    def trial_done(self):
-        pass
-
-    def close(self):
-        pass
-
-
 def job_for(size, args, depth):
     return load_default_job([
         ("job.trials", args.trials), ("code.schemes", [args.scheme]),
@@ -89,7 +74,7 @@ def run_depth(master, job):
     prepared = prepare(job)
     records = Records()
     t0 = time.perf_counter()
-    run_trials(master, prepared, records, Quiet())
+    run_points(master, prepared, records)  # the job driver, the Master its engine
     return time.perf_counter() - t0, records
 
 

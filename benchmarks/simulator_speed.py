@@ -4,8 +4,9 @@
                                          [--fixed-lengthscale 1.0]
 
 Two figures per scheme, each the range over ``--repeat`` runs, in wall-clock and CPU time:
-- in-process: ``simulate_job`` of a one-scheme job (inputs, f, encode, received sets, decode
-  with automatic lambda, scoring, records), without the HDF5 file;
+- in-process: the job driver's ``run_points`` with the simulator, of a one-scheme job (inputs,
+  f, encode, received sets, decode with automatic lambda, scoring, records), without the
+  HDF5 file;
 - CLI: ``python -m gcc_mpi simulate`` of the same one-scheme job as a user runs it, HDF5 writes
   included.
 Each is measured for ``--trials`` trials and for one, back to back, and the difference taken:
@@ -41,7 +42,8 @@ from gcc_mpi.job.config import load_job
 from gcc_mpi.core.point import prepare
 from gcc_mpi.job.records import MEASURED
 from gcc_mpi.files.reader import mismatches
-from gcc_mpi.core.simulate import simulate_job
+from gcc_mpi.core.driver import run_points
+from gcc_mpi.core.simulate import Simulator
 
 TARGET = 2000.0  # trials/s per scheme (issue 7)
 RATIO_TARGET = 1.5  # CPU per trial of lengthscale "auto" over a fixed one (issue 29)
@@ -57,8 +59,8 @@ def overrides(row, trials):
 
 
 class NullWriter:
-    """Takes what simulate_job writes and drops it: the in-process figure leaves HDF5 out (a
-    commit is never due, so simulate_job appends only full blocks, as it would to a file)."""
+    """Takes what the job driver writes and drops it: the in-process figure leaves HDF5 out (a
+    commit is never due, so the driver appends only full blocks, as it would to a file)."""
 
     def add_point(self, index, params):
         pass
@@ -77,11 +79,12 @@ class NullWriter:
 
 
 def in_process(scheme, trials):
-    """(wall, cpu) seconds of simulate_job's trials of one scheme (the point built before)."""
+    """(wall, cpu) seconds of one scheme's trials by the job driver and the simulator (the
+    point built before)."""
     job = load_job(JOBS / "digits-mlp.toml", overrides(scheme, trials))
     prepared = prepare(job)
     w0, c0 = time.perf_counter(), time.process_time()
-    simulate_job(job, NullWriter(), prepared)
+    run_points(Simulator(), prepared, NullWriter())
     return time.perf_counter() - w0, time.process_time() - c0
 
 

@@ -31,7 +31,8 @@ from variants import VARIANTS
 
 from gcc_mpi.job.config import load_job
 from gcc_mpi.core.point import prepare, scheme_options
-from gcc_mpi.core.simulate import simulate_job
+from gcc_mpi.core.driver import run_points
+from gcc_mpi.core.simulate import Simulator
 
 
 def cpu(row, scheme, fixed, trials):
@@ -45,7 +46,7 @@ def cpu(row, scheme, fixed, trials):
         opts = {**scheme_options(c, scheme, setup.dataset), **v.options[scheme]}
         setup.codes[scheme] = v.builders[scheme](c.code.workers, c.data.batch, **opts)
     c0 = time.process_time()
-    simulate_job(job, NullWriter(), prepared)
+    run_points(Simulator(), prepared, NullWriter())
     return time.process_time() - c0, setup.codes[scheme]
 
 

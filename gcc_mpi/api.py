@@ -16,7 +16,6 @@ docs/python.md walks through a session.
 
 import dataclasses
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from .reports.analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .job.config import Job, select_points
 from .errors import JobError
-from .files.outputs import job_inputs, refuse
+from .files.outputs import refuse
 from .job.records import PER_TRIAL
 from .job.registry import available
 from .files.reader import Results, read_results
@@ -66,16 +65,6 @@ def load_job(path=None, overrides=(), *, defaults=None):
     return _config.load(path, overrides, defaults)
 
 
-def _checked(job, points=None, *, say=True, **where):
-    """``preflight.checked_setup``, the one check before work that ``check`` (``validate``) and
-    ``run_simulation`` share; ``say``: print what the default job chose and the warnings;
-    ``where``: the results file (``output``, ``resume``) whose disk to check."""
-    prepared, warnings = preflight.checked_setup(job, points, **where)
-    if say:
-        preflight.report(job, warnings)
-    return prepared, warnings
-
-
 def check(job, *, say=False):
     """Check a job as the commands ``simulate`` and ``run`` do before any work.
 
@@ -98,7 +87,10 @@ def check(job, *, say=False):
     JobError
         The first problem, in one line naming the key.
     """
-    return _checked(job, say=say)[1]
+    prepared, warnings = preflight.checked_setup(job)  # as every run's JobRun.prepare
+    if say:
+        preflight.report(job, warnings)
+    return warnings
 
 
 def run_simulation(job, output=None, *, point=None, overwrite=False, resume=False,
@@ -122,8 +114,8 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
         Show progress on stderr.
     stop : interrupts.InterruptFlag, optional
         Ends the run early (SIGTERM, SIGINT, ``job.time_limit``) by raising
-        ``interrupts.Interrupted`` between trials, with ``done`` and ``total`` trials; ``output``
-        keeps every finished trial (complete = false; ``resume=True`` continues it).
+        ``interrupts.Interrupted`` between trials; ``output`` keeps every finished trial
+        (complete = false; ``resume=True`` continues it).
         Default: a flag for ``job.time_limit`` only.
     command : str, optional
         What the file records as its ``command`` attribute.
@@ -138,58 +130,24 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     JobError
         Bad input, before any work and without touching an existing ``output``.
     """
+    from .core.driver import JobRun
     from .core.interrupts import InterruptFlag
 
-    stop = stop or InterruptFlag()
-    stop.set_limit(job.config.job.time_limit)
     points = select_points(job, point)
-    if output is not None:
-        refuse(output, overwrite=overwrite, resume=resume, inputs=job_inputs(job))
     command = command or f"gcc_mpi.run_simulation({_job_text(job)})"
     with tempfile.TemporaryDirectory(prefix="gcc_mpi-") as scratch:
         out = Path(output) if output is not None else Path(scratch) / "results.h5"
-        prepared, _ = _checked(job, points, output=out, resume=resume)
-        _note_master_scale(prepared)
-        _simulate_into(out, job, prepared, overwrite, resume, progress, stop, command, output)
+        JobRun(job, points, out, interrupts=stop or InterruptFlag(), overwrite=overwrite,
+               resume=resume, command=command, quiet=not progress,
+               kept=output is not None).simulate()
         results = read_results(out, whole=output is None)  # the temporary file goes
     if output is None:
         results = dataclasses.replace(results, path=f"{job.config.job.name} (in memory)")
     return results
 
 
-def _simulate_into(out, job, prepared, overwrite, resume, progress, stop, command, kept):
-    """The simulation of the prepared points into the results file ``out``; on an interruption
-    the file is closed (complete = false, with every finished trial) and ``Interrupted`` says
-    how many trials were done, and where they are kept (``kept``: None when in memory)."""
-    from .core.interrupts import Interrupted
-    from .core.progress import Progress
-    from .files.writer import ResultWriter
-    from .core.simulate import simulate_job
-
-    total = len(prepared) * job.config.job.trials
-    shown = Progress(total, points=len(prepared), quiet=not progress)
-    try:
-        with ResultWriter(out, config_toml=job.to_toml(), command=command, mpi="simulate",
-                          overwrite=overwrite, resume=resume) as writer:
-            simulate_job(job, writer, prepared, shown, stop)
-    except Interrupted as e:
-        e.done, e.total, e.output = shown.done, total, kept
-        raise
-
-
 def _job_text(job):
     return repr(os.fspath(job.source)) if job.source is not None else "default job"
-
-
-def _note_master_scale(prepared):
-    """Say once when a probe's trace scales the simulated encode and decode times."""
-    from .core.simulate import master_scale, own_reference
-
-    trace = next((s.trace for _, s in prepared if s.trace is not None), None)
-    if trace is not None and trace.master is not None:
-        print(f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
-              f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
-              f"{1e3 * own_reference():.2f} ms here ({trace.source})", file=sys.stderr)
 
 
 def compare(results, labels=None):

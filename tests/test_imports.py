@@ -179,6 +179,94 @@ def test_no_module_uses_another_modules_private_names():
     assert private_imports() == []
 
 
+# settings a library documents as module attributes to assign (mpi4py's initialisation options)
+LIBRARY_SETTINGS = {"mpi4py.rc"}
+
+
+def _owned(tree):
+    """Attribute names the classes of a module give their own instances: ``self.x = ...`` in
+    their methods, their ``__slots__`` and class-level names."""
+    owned = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                owned.add(node.attr)
+        for node in cls.body:
+            for t in (node.targets if isinstance(node, ast.Assign) else
+                      [node.target] if isinstance(node, ast.AnnAssign) else []):
+                if isinstance(t, ast.Name):
+                    owned.add(t.id)
+                if isinstance(t, ast.Name) and t.id == "__slots__":
+                    owned |= {e.value for e in ast.walk(node.value)
+                              if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return owned
+
+
+def _created(function):
+    """Names a function binds to an object it makes (``x = Call(...)``, ``with Call() as x``)."""
+    made = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            made |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call):
+            if isinstance(node.optional_vars, ast.Name):
+                made.add(node.optional_vars.id)
+    return made
+
+
+def outside_assignments(package=PACKAGE):
+    """Where a module assigns an attribute of an object it did not create: not ``self``'s own,
+    not of an object the function made, not of an instance of the module's own classes (by
+    attribute name), e.g. ``master.writer = w`` or ``self.waiter.check = f``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        owned = _owned(tree)
+        functions = [n for n in ast.walk(tree)
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for function in functions:
+            made = _created(function)
+            for node in ast.walk(function):
+                targets = (node.targets if isinstance(node, ast.Assign) else
+                           [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                           else [])
+                for t in [e for target in targets
+                          for e in (target.elts if isinstance(target, ast.Tuple) else [target])]:
+                    if not isinstance(t, ast.Attribute):
+                        continue
+                    x = t.value
+                    if isinstance(x, ast.Name) and (x.id in ("self", "cls") or x.id in made
+                                                    or t.attr in owned):
+                        continue
+                    if ast.unparse(x) in LIBRARY_SETTINGS:
+                        continue
+                    found.append(f"{module_name(path, package)}:{t.lineno}: {ast.unparse(t)}")
+    return found
+
+
+def test_no_module_sets_another_objects_attributes():
+    """An object's attributes are set by its own class (or by the module that made it): the
+    collaborators of an object are given when it is built or through its methods, never
+    assigned from outside (docs/contributing.md)."""
+    assert outside_assignments() == []
+
+
+def test_an_assignment_from_outside_is_caught(tmp_path):
+    """The check fails on a copy of the package where the rounds are told their results file
+    from outside, as they were before the job driver."""
+    import shutil
+
+    copy = tmp_path / "gcc_mpi"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    driver = copy / "core" / "driver.py"
+    driver.write_text(driver.read_text().replace(
+        "    progress = progress or Quiet()\n",
+        "    progress = progress or Quiet()\n    engine.events = sink\n"))
+    assert [f.split(":")[0] + f.split(":")[2] for f in outside_assignments(copy)] == [
+        "gcc_mpi.core.driver engine.events"]
+
+
 SPY_F = '''
 import os
 import sys

@@ -9,7 +9,7 @@ from gcc_mpi.job.config import parse_job
 from gcc_mpi.core.erasures import evaluate_rows, summary
 from gcc_mpi.job.records import MEASURED
 from gcc_mpi.files.reader import read_results
-from gcc_mpi.core.simulate import concat
+from gcc_mpi.core.driver import concat
 from gcc_mpi.job.seeds import trial_rngs
 from gcc_mpi.core.trial import WaitPolicy, decode_and_score, encode_record, failed_record
 from gcc_mpi.core.point import PointSetup

@@ -1,5 +1,5 @@
 """The in-process speed benchmarks run a few trials: their stand-in writer must answer what
-simulate_job asks of a writer (simulator_speed.py's lacked due() and failed), and the dropped
+the job driver asks of a writer (simulator_speed.py's lacked due() and failed), and the dropped
 rules they time must build and decode."""
 
 import sys

@@ -98,8 +98,8 @@ def results_table(path):
 
 
 def cmd_simulate(args):
-    from ..api import run_simulation
-    from ..core.interrupts import InterruptFlag, Interrupted, kept_line
+    from ..core.driver import JobRun
+    from ..core.interrupts import InterruptFlag, Interrupted
     from ..core.launcher import several_tasks_error
 
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
@@ -111,21 +111,15 @@ def cmd_simulate(args):
     job = load_job_from(args)
     point = getattr(args, "point", None)
     out = Path(args.output) if args.output else default_output(job, point)
+    run = JobRun(job, points_of(args, job), out, interrupts=interrupts,
+                 overwrite=args.overwrite, resume=getattr(args, "resume", False),
+                 command=recorded_command(args), quiet=args.quiet, summary=results_table)
     try:
         with interrupts:
-            results = run_simulation(
-                job, out, point=point, overwrite=args.overwrite,
-                resume=getattr(args, "resume", False), progress=not args.quiet, stop=interrupts,
-                command=recorded_command(args))
+            run.simulate()
     except Interrupted as e:  # the file is closed with complete = false and every finished trial
-        print(kept_line(e, e.done, e.total, out), file=sys.stderr)
-        return e.code
-    if not args.quiet:
-        from ..reports.analyze import format_table, summarize
-
-        print(format_table(summarize(results)))
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
+        return run.stopped(e)
+    return run.completed()
 
 
 def cmd_probe(args):

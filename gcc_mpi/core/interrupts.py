@@ -76,9 +76,7 @@ class InterruptFlag:
         return False
 
     def _note(self, signum, frame):
-        if self.signum is None:
-            self.signum, self.since = signum, time.monotonic()
-        elif signum == signal.SIGINT:
+        if not self.note(signum) and signum == signal.SIGINT:
             raise KeyboardInterrupt  # Ctrl-C twice: stop now, however it ends
         self._raise_if_abandoning()
 
@@ -114,6 +112,14 @@ class InterruptFlag:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
+
+    def note(self, signum):
+        """Signal ``signum`` came (here, or to another rank of the job); True when it is the
+        first."""
+        if self.signum is not None:
+            return False
+        self.signum, self.since = signum, time.monotonic()
+        return True
 
     # -- checks ----------------------------------------------------------------------------
     @property

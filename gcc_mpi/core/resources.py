@@ -50,7 +50,7 @@ CHECKSUM_BYTES = 4            # fletcher32, per chunk
 VLEN_BYTES = 16               # a string's reference in its chunk,
 HEAP_BYTES = 16               # and its text (mostly "") in HDF5's heap (measured: 16.7)
 STRINGS = ("reason", "error_text")
-MASTER_BLOCK = 256            # as runtime.trials.BLOCK
+MASTER_BLOCK = 256            # the MPI engine's records held (Master.held)
 # as results.PENDING_BYTES, journal.DEFERRED_BYTES and results.CHUNK_CACHE (repeated: every rank
 # checks, and workers import no h5py)
 WRITER_BYTES = (4 + 32 + 32) * 2**20  # rows held, HDF5's metadata cache at its largest, the pages

@@ -11,9 +11,10 @@ columns — and the block is kept whole or not at all. Every trial still draws f
 seed and is encoded, evaluated and decoded by the same per-trial functions as on the MPI master,
 so results do not depend on the block size. Blocks grow until one takes about BLOCK_SECONDS,
 which bounds how late a stop (SIGTERM, SIGINT, job.time_limit, checked between schemes) is
-honoured and the work it abandons; the finished blocks are kept. Finished blocks are appended
-to the file, and it is committed, whenever the writer says a commit is due (at least every
-second: results.COMMIT_SECONDS), so a long run can be watched and a killed one loses at most that
+honoured and the work it abandons; the finished blocks are kept. ``Simulator`` is the job
+driver's in-process engine (``core.driver``): the driver hands the finished blocks to the file,
+committed whenever the writer says a commit is due (at least every second:
+files.writer.COMMIT_SECONDS), so a long run can be watched and a killed one loses at most that
 and a block of work.
 """
 
@@ -25,9 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .erasures import evaluate_rows, summary
-from .point import prepare
 from ..job.records import INPUTS, Records, latency
-from .progress import Progress
 # trials in a block: MAX_BLOCK (larger blocks save nothing more, they only hold more memory), and
 # (trials in a block) x N x schemes at most BLOCK_CELLS, ~20 bytes each: resources.py counts them
 from .resources import BLOCK_CELLS, MAX_BLOCK
@@ -65,6 +64,17 @@ def master_scale(trace):
     if trace is None or trace.master is None:
         return 1.0
     return trace.master / own_reference()
+
+
+def master_scale_line(prepared):
+    """The line that says a probe's trace scales the simulated encode and decode times (None:
+    no trace of the prepared points has rank 0's measurement)."""
+    trace = next((s.trace for _, s in prepared if s.trace is not None), None)
+    if trace is None or trace.master is None:
+        return None
+    return (f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
+            f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
+            f"{1e3 * own_reference():.2f} ms here ({trace.source})")
 
 
 @functools.cache
@@ -163,54 +173,36 @@ def next_size(size, seconds, most=MAX_BLOCK):
     return int(max(1, min(size * BLOCK_SECONDS / max(seconds, 1e-9), 2 * size, most)))
 
 
-def run_point(setup, point, writer, progress, trials, stop=None):
-    """Simulate ``trials`` (indices) of one sweep point into ``writer``, block by block. Finished
-    blocks are appended when the writer says a commit is due (``writer.due()``: an append costs
-    about a millisecond, so small blocks are not appended one by one), when they hold a full
-    block's worth of trials (so at most two blocks are held: resources.py), and, on Interrupted
-    (from ``stop.check()``) or any other exception, before it propagates; the unfinished block is
-    dropped: a stop inside it ends it at once (``InterruptFlag.abandoning``)."""
-    names = list(setup.codes)
-    done = {name: [] for name in names}
-    held = 0  # trials in ``done``
+class Simulator:
+    """The in-process engine of the job driver (``core.driver.Engine``): a point's trials in
+    blocks, each block's inputs and delays drawn once and every scheme run on them. ``stop``:
+    an InterruptFlag whose ``check`` (between schemes) may end the run by raising Interrupted,
+    and which raises at once from a signal or the time limit while a block runs
+    (``InterruptFlag.abandoning``); the unfinished block is dropped."""
 
-    def write():
-        nonlocal held
-        for name in names:
-            if done[name]:
-                writer.append(point.index, name, concat(done[name]))
-                done[name].clear()
-        held = 0
-        writer.flush()
+    def __init__(self, stop=None):
+        self.stop = stop
 
-    size, start = 1, 0
-    most = max(1, min(MAX_BLOCK, BLOCK_CELLS // (point.config.code.workers * len(names))))
-    try:
+    def held(self, config, names):
+        """At most two blocks' worth of trials (resources.py counts them)."""
+        return max(1, min(MAX_BLOCK, BLOCK_CELLS // (config.code.workers * len(names))))
+
+    def run_point(self, point, setup, trials, out):
+        """Blocks of ``trials`` into ``out``, each block about BLOCK_SECONDS long."""
+        names = list(setup.codes)
+        most = self.held(point.config, names)
+        size, start = 1, 0
         while start < len(trials):
             t0 = time.monotonic()
             block = trials[start:start + size]
-            with stop.abandoning() if stop is not None else nullcontext():
-                by_scheme = block_columns(setup, point.index, block, names, stop)
-            for name, columns in by_scheme.items():
-                done[name].append(columns)
-            for _ in block:
-                progress.trial_done()
+            with self.stop.abandoning() if self.stop is not None else nullcontext():
+                columns = block_columns(setup, point.index, block, names, self.stop)
+            out.block(columns, len(block))
             start += len(block)
-            held += len(block)
             size = next_size(len(block), time.monotonic() - t0, most)
-            if writer.due() or held >= most:
-                write()
-    finally:
-        write()
 
-
-def concat(blocks):
-    """The columns of consecutive blocks as one; a column some block lacks (an encoder's alpha
-    when no trial of the block was encoded) is NaN there."""
-    like = {k: column for columns in blocks for k, column in columns.items()}
-    return {k: np.concatenate([columns.get(k, np.full((len(columns["trial"]),) + v.shape[1:],
-                                                      np.nan)) for columns in blocks])
-            for k, v in like.items()}
+    def close(self):
+        pass
 
 
 def seconds_per_trial(setup, point_index, depth=None, trials=2):
@@ -227,25 +219,6 @@ def seconds_per_trial(setup, point_index, depth=None, trials=2):
         return (time.perf_counter() - t0) / trials
     return sum(float(np.nansum(c["t_encode"] + c["t_decode"] + c["t_wait"] / depth))
                for c in columns.values()) / trials
-
-
-def simulate_job(job, writer, prepared=None, progress=None, stop=None):
-    """Simulate every trial of the prepared points (default: all of the job's) into ``writer``;
-    trials already in it (a resumed file) are kept and skipped. ``stop``: an InterruptFlag whose
-    ``check`` may end the run early by raising Interrupted."""
-    prepared = prepare(job) if prepared is None else prepared
-    progress = progress or Progress(len(prepared) * job.config.job.trials, quiet=True)
-    try:
-        for k, (point, setup) in enumerate(prepared):
-            writer.add_point(point.index, point.params)
-            first = writer.align(point.index, list(setup.codes))
-            progress.start_point(k)
-            progress.skip(first)
-            remaining = range(first, point.config.job.trials)  # not a list: 10^12 trials fit
-            if remaining:
-                run_point(setup, point, writer, progress, remaining, stop)
-    finally:
-        progress.close()
 
 
 def replay(setup, point_index, trial_index, name, used, arrival=None):

@@ -209,6 +209,15 @@ class CommittedFile:
                 self._put(offset, data)
             self.truncate(length)
 
+    def moved(self, path):
+        """The writer renamed the file to ``path``: it is known by that name from now on."""
+        self.path = os.fspath(path)
+
+    def failed(self, error):
+        """``error`` ended writing (the first such error is kept)."""
+        if self.broken is None:
+            self.broken = error
+
     # -- the file-object interface h5py's fileobj driver calls ---------------------------------
     def seek(self, pos, whence=os.SEEK_SET):
         self.pos = pos + (self.length if whence == os.SEEK_END else

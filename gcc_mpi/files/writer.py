@@ -144,7 +144,7 @@ class ResultWriter:
             self.commit()
             if self._file.path != self.path:
                 os.replace(tmp, self.path)
-                self._file.path = self.path
+                self._file.moved(self.path)
         except Busy as e:
             raise JobError("-o", f"{e}; wait for it to end, or choose another -o") from None
         except (OSError, ResourceError) as e:
@@ -380,7 +380,7 @@ class ResultWriter:
         try:
             self._file.commit(wait)
         except OSError as e:
-            self._file.broken = self._file.broken or e
+            self._file.failed(e)
             self._check_file()
         if _TRIM is not None:
             _TRIM(0)

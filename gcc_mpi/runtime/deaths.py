@@ -117,12 +117,29 @@ class Deaths:
         self.dead.add(rank)
         self.expected.add(rank)
 
-    def bury(self, rank, point, trial, writer=None):
+    def exits_sent(self, ranks):
+        """``ranks`` were sent EXIT (``ending.shutdown``): none has left yet, and the end of any
+        of them is no death."""
+        self.left, self.leaving = set(), set(ranks)
+
+    def exits_over(self):
+        """The shutdown is over: an end is a death again (unless the rank left)."""
+        self.leaving = set()
+
+    def said_bye(self, rank):
+        """``rank`` said BYE: its end is no death."""
+        self.left.add(rank)
+
+    def noticed(self, count):
+        """Hydra has sent ``count`` dead-process notices to some worker (its NOTIFIED)."""
+        self.peer_notices = max(self.peer_notices, count)
+
+    def bury(self, rank, point, trial, events=None):
         """Record the death of ``rank`` (found by ``news``) during ``trial`` of ``point``: the
-        stderr line, ``lost`` and the file's ``lost`` attribute."""
+        stderr line, ``lost`` and ``events.lost`` (the file's ``lost`` attribute)."""
         self.lost.append((rank, point, trial))
-        if writer is not None:
-            writer.add_lost(rank, point, trial)
+        if events is not None:
+            events.lost(rank, point, trial)
         pid, host = self.peers.get(rank, (None, None))
         where = f", pid {pid}" + (f" on {host}" if host != self.host else "")
         print(f"gcc_mpi: rank {rank} (worker {rank - 1}{where}) died during trial {trial} of "

@@ -23,26 +23,9 @@ from .mpi import RankFailure, abort
 
 
 def abandon(master, grace=GRACE):
-    """After an interruption: STOP the workers of every round in flight (a queued TASK is
-    skipped) and receive their replies (each answers within a polling interval unless f is
-    still running); no record is made. True when every round was drained within ``grace``
-    seconds; the persistent requests are then freed."""
-    master.writer = None  # closed by the interruption: what the drain finds is said, not recorded
-    master.waiter.check = None
-    master.limit = time.perf_counter() + grace
-    try:
-        for r in master.rounds.values():
-            if r.decided is None:
-                r.t_stop = r.t_stop or time.perf_counter()
-                master.decide(r, decode=False)
-        while master.rounds:
-            master.advance()
-    except WorkerLost:
-        return False
-    finally:
-        master.limit = None
-    master.close()
-    return True
+    """After an interruption: the rounds in flight abandoned (``Master.abandon``); True when
+    they were drained within ``grace`` seconds."""
+    return master.abandon(grace)
 
 
 def shutdown(master, grace=GRACE):
@@ -64,12 +47,12 @@ def shutdown(master, grace=GRACE):
     which would wait for the dead."""
     m = master
     m.listen()  # a no-op when it listens already
-    m.orphans += m.hung.settle(m.deaths, m.losses.discard, m.slots, m.ft)
+    m.orphans.extend(m.hung.settle(m.deaths, m.losses.discard, m.slots, m.ft))
     rows = np.zeros((m.comm.size - 1, P.HEADER))
     dead = m.deaths.dead
     ranks = [r for r in range(1, m.comm.size) if r not in dead]
-    m.deaths.left, m.deaths.leaving = set(), set(ranks)  # their end is no death now
-    m.notices.byes = set()  # a BYE answers this EXIT (benchmarks: one master per block)
+    m.deaths.exits_sent(ranks)  # their end is no death now
+    m.notices.await_byes()  # a BYE answers this EXIT (benchmarks: one master per block)
     sends = [m.send_control(P.fill_control(rows[r - 1], P.EXIT, 1 if dead else 0), r)
              for r in ranks]
     until = time.perf_counter() + grace
@@ -87,7 +70,7 @@ def shutdown(master, grace=GRACE):
         return False
     finally:
         m.unlisten()
-        m.deaths.leaving = set()
+        m.deaths.exits_over()
 
 
 def _farewell(m, ranks, rows, sends, until, grace):

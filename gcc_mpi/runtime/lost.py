@@ -26,19 +26,31 @@ from . import protocol as P
 
 
 class Losses:
-    """What rank 0's ``master`` does when it loses a worker (its ``deaths`` and ``hung`` say
-    which)."""
+    """What rank 0 does when it loses a worker (``deaths`` and ``hung`` say which): told, when
+    built, the master's ``deaths``, ``hung`` and ``notices``, its ``rounds`` in flight (slot ->
+    Round), ``where`` the rounds are (``master.Where``), its ``stats`` and ``orphans`` (requests
+    to the dead that could not be completed), and ``events`` (where a loss is recorded, or
+    None); ``requests`` is the master's side of the requests (``cancel``, ``send_control``,
+    ``failure``, ``error``); ``use`` gives it each point's slots."""
 
-    def __init__(self, master):
-        self.master = master
+    def __init__(self, MPI, requests, deaths, hung, notices, rounds, where, stats, orphans,
+                 events=None):
+        self.MPI, self.requests = MPI, requests
+        self.deaths, self.hung, self.notices = deaths, hung, notices
+        self.rounds, self.where, self.stats, self.orphans = rounds, where, stats, orphans
+        self.events = events
+        self.slots = None
+
+    def use(self, slots):
+        """The current point's slots (``protocol.Slots``)."""
+        self.slots = slots
 
     def look(self, now):
         """Between waits: silence the workers newly past their due time, and say which of the
         silent ones answer again (their late replies discarded)."""
-        m = self.master
-        for rank in m.hung.look(m.rounds.values(), now):
+        for rank in self.hung.look(self.rounds.values(), now):
             self.silence(rank)
-        for rank in m.hung.poll(self.discard, m.slots):
+        for rank in self.hung.poll(self.discard, self.slots):
             print(f"gcc_mpi: rank {rank} answers again (its late replies were discarded); it "
                   "gets tasks again", file=sys.stderr, flush=True)
 
@@ -48,15 +60,14 @@ class Losses:
         died in, its requests in the rounds in flight cancelled (a round still waiting records
         it LOST). WorkerLost when a death cannot be named (hydra's notice of a rank on another
         node) or the job was ended elsewhere."""
-        m = self.master
-        found = m.deaths.news(failure)
-        point = m.where[0]
+        found = self.deaths.news(failure)
+        point = self.where.point
         for rank in sorted(found):
-            m.deaths.bury(rank, point, self.trial_owed(rank - 1), m.writer)
-            m.orphans += m.hung.forget(rank)
-            m.notices.forget(rank)
-        m.stats["lost"] += len(found)
-        for r in m.rounds.values():
+            self.deaths.bury(rank, point, self.trial_owed(rank - 1), self.events)
+            self.orphans.extend(self.hung.forget(rank))
+            self.notices.forget(rank)
+        self.stats["lost"] += len(found)
+        for r in self.rounds.values():
             for k, w in enumerate(r.workers.tolist()):
                 if w + 1 in found:
                     self.forget(r, k, w)
@@ -65,20 +76,19 @@ class Losses:
     def trial_owed(self, w):
         """The trial a lost worker w is counted lost in: the oldest round in flight that waits
         for it, else the trial last started."""
-        m = self.master
-        return min((r.trial for r in m.rounds.values() if w in r.pending), default=m.where[1])
+        return min((r.trial for r in self.rounds.values() if w in r.pending),
+                   default=self.where.trial)
 
     def after_failure(self, failure):
         """A wait ended because a rank died: bury it, then return the replies of the live
         workers that the failed wait completed (MPI deactivated their requests without
         telling which: a completed persistent request tests true), oldest round first."""
-        m = self.master
-        n, recvs, done = m.slots.n, m.slots.recvs, []
+        n, recvs, done = self.slots.n, self.slots.recvs, []
         while True:
             self.bury(failure)
             failure = None
             again = False
-            for r in sorted(m.rounds.values(), key=lambda r: r.seq):
+            for r in sorted(self.rounds.values(), key=lambda r: r.seq):
                 for w in sorted(r.pending):
                     i = r.slot * n + w
                     if i in done:
@@ -86,67 +96,68 @@ class Losses:
                     try:
                         if recvs[i].Test():
                             done.append(i)
-                    except m.MPI.Exception as e:
+                    except self.MPI.Exception as e:
                         again = True  # one more rank died: bury it too
-                        failure = m.failure(e)
+                        failure = self.requests.failure(e)
             try:
-                m.notices.poll()
-            except m.MPI.Exception as e:
+                self.notices.poll()
+            except self.MPI.Exception as e:
                 again = True
-                failure = m.failure(e)
+                failure = self.requests.failure(e)
             if not again:
                 return done
 
     def forget(self, r, k, w):
         """Cancel round r's requests to dead worker w (its k-th)."""
-        m = self.master
         if w in r.pending:
-            recv = m.slots.recvs[r.slot * m.slots.n + w]
-            m.cancel(recv)
+            recv = self.slots.recvs[r.slot * self.slots.n + w]
+            self.requests.cancel(recv)
             try:
                 recv.Wait()  # a cancelled receive completes at once
-            except m.MPI.Exception:  # ULFM: it completed with the process-failure error
+            except self.MPI.Exception:  # ULFM: it completed with the process-failure error
                 pass
             r.pending.discard(w)
             if r.t_stop is None:
-                r.rec["error"][w], r.texts[w] = LOST, f"rank {w + 1} died"
+                r.rec["error"][w] = LOST
+                r.texts[w] = f"rank {w + 1} died"
         for request in (r.sends[k], r.stops.pop(w, None)):
             if request:
-                m.cancel(request)
-                m.orphans.append(request)  # a send to the dead may never complete
-        r.sends[k] = m.MPI.REQUEST_NULL
+                self.requests.cancel(request)
+                self.orphans.append(request)  # a send to the dead may never complete
+        r.sends[k] = self.MPI.REQUEST_NULL
 
     def silence(self, rank):
         """``rank`` owes a reply past its due time (``hung``): the rounds in flight stop
         waiting for it — one still waiting records it HUNG and sends it a STOP (so that it
         skips that task if it comes back) — and its requests in their slots are parked; it
         gets no task until they complete. Said on stderr and in the file's ``hung``."""
-        m = self.master
-        w, point = rank - 1, m.where[0]
+        w, point, slots = rank - 1, self.where.point, self.slots
         t = self.trial_owed(w)
-        for r in sorted(m.rounds.values(), key=lambda r: r.seq):
+        for r in sorted(self.rounds.values(), key=lambda r: r.seq):
             if w not in r.pending:
                 continue
             if r.decided is None:
-                r.rec["error"][w], r.texts[w] = HUNG, f"rank {rank} did not answer"
-                stop = m.send_control(P.fill_control(m.slots.stop[r.slot, w], P.STOP, r.seq,
-                                                     r.trial), rank)
+                r.rec["error"][w] = HUNG
+                r.texts[w] = f"rank {rank} did not answer"
+                stop = self.requests.send_control(
+                    P.fill_control(slots.stop[r.slot, w], P.STOP, r.seq, r.trial), rank)
             else:
                 stop = r.stops.pop(w, None)
-            r.sends[int(np.flatnonzero(r.workers == w)[0])] = m.MPI.REQUEST_NULL
+            r.sends[int(np.flatnonzero(r.workers == w)[0])] = self.MPI.REQUEST_NULL
             r.pending.discard(w)
-            m.hung.park(rank, (point, t), m.slots, r.slot, w, stop, r.seq, r.trial)
-        m.stats["hung"] += 1
-        pid, host = m.deaths.peers.get(rank, (None, None))
-        if m.writer is not None:
-            m.writer.add_hung(rank, point, t, host)
+            self.hung.park(rank, (point, t), slots, r.slot, w, stop, r.seq, r.trial)
+        self.stats["hung"] += 1
+        pid, host = self.deaths.peers.get(rank, (None, None))
+        if self.events is not None:
+            self.events.hung(rank, point, t, host)
+        waited = self.hung.waited.get(rank, 0.0)
         print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
-              f"{m.hung.waited.get(rank, 0.0):.1f} s, in trial {t} of point {point}; a straggler "
+              f"{waited:.1f} s, in trial {t} of point {point}; a straggler "
               f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
               "answers", file=sys.stderr, flush=True)
 
     def discard(self, rank, seq, trial, status):
         """A parked reply (``hung``) came: never used; a FAILED one's ERROR message too."""
         if status == P.FAILED:
-            self.master.error(rank, seq, trial)
-        self.master.stats["unused"] += 1
+            self.requests.error(rank, seq, trial)
+        self.stats["unused"] += 1

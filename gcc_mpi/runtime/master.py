@@ -17,9 +17,12 @@ Replies carry their (round, trial) and land in their own round's slot (MPI order
 replies as their receives were started); a reply to a decided round is never used. A deadline
 counts from the round's own scatter, so time a task waits in a worker's queue counts against it.
 
-The other rooms of rank 0: which trials run and how their records reach the file (``trials``),
-the workers it loses, dead or silent (``lost``, with ``deaths`` and ``hung``), the workers'
-NOTICEs (``notices``), and the end of the rounds (``ending``).
+The Master is the job driver's MPI engine (``core.driver.Engine``): ``run_point`` starts a
+point's rounds in trial order as slots free up and hands the driver each trial's records once
+all its schemes are decided, in trial order (a point's rounds all finish before the next point
+starts: its shapes differ). The other rooms of rank 0: the workers it loses, dead or silent
+(``lost``, with ``deaths`` and ``hung``), the workers' NOTICEs (``notices``), and the end of the
+rounds (``ending``).
 """
 
 import contextlib
@@ -28,6 +31,7 @@ import time
 import numpy as np
 
 from ..core.erasures import HUNG, LOST, summary
+from ..core.resources import MASTER_BLOCK
 from ..job.records import latency
 from . import protocol as P
 from .deaths import Deaths, WorkerLost
@@ -65,17 +69,30 @@ class Round:
         self.decided = None      # time.perf_counter() when its record was made
 
 
+class Where:
+    """The (point, trial) the rounds last started, for the messages about a lost worker."""
+
+    __slots__ = ("point", "trial")
+
+    def __init__(self):
+        self.point = self.trial = 0
+
+    def at(self, point, trial):
+        self.point, self.trial = point, trial
+
+
 class Master:
-    """The master's side of the protocol: ``round`` (one at a time) or ``start`` and
-    ``advance`` (several in flight, ``trials``).
+    """The master's side of the protocol: ``run_point`` (the job driver's engine), ``round``
+    (one at a time) or ``start`` and ``advance`` (several in flight).
 
     ``stop``: the run's ``interrupts.InterruptFlag`` (SIGTERM, SIGINT, job.time_limit);
     ``notice``: counts hydra's dead-process notices; ``peers``: {rank: (pid, host)} from
     HELLO; ``host``: this rank's host; ``ft``: ULFM is on (dead ranks are found by asking
-    MPI)."""
+    MPI); ``events``: where a lost or hung worker is recorded (``lost(rank, point, trial)``,
+    ``hung(rank, point, trial, host)``: the driver's ``JobRun``; None: only said)."""
 
     def __init__(self, comm, MPI, waiter, stop=None, notice=None, peers=None, host=None,
-                 ft=False):
+                 ft=False, events=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
         self.stop, self.ft = stop, ft
         peers = peers or {}
@@ -83,20 +100,20 @@ class Master:
         self.deaths = Deaths(comm, MPI, peers, host, ft, notice)
         self.hung = Hung(comm, MPI, waiter, peers, host, comm.size)
         self.notices = Notices(comm, MPI, stop, self.deaths)  # heard while ``listen``ing
-        self.losses = Losses(self)
-        self.writer = None      # the results file (``trials``): its ``lost`` and ``hung``
         self.orphans = []       # requests to dead ranks that could not be completed
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.slots = None       # the current point's buffers and persistent requests
         self.rounds = {}        # slot -> Round in flight
         self.limit = None       # perf_counter() bound on every wait while abandoning
-        self.where = (0, 0)     # (point, trial) last started, for messages
+        self.where = Where()    # (point, trial) last started, for messages
         self.depth, self.classifier = 1, False
-        waiter.check = self.check
+        waiter.watch(self.check)
         self.seq = 0
         self.t0 = time.perf_counter()  # t_start and t_end of every round count from here
         self.stats = dict(rounds=0, tasks=0, used=0, unused=0, stopped=0, cancelled=0,
                           crossed=0, failed=0, lost=0, hung=0, drain=0.0)
+        self.losses = Losses(MPI, self, self.deaths, self.hung, self.notices, self.rounds,
+                             self.where, self.stats, self.orphans, events)
 
     def check(self):
         """What every wait looks at on every turn: deaths, then an interruption."""
@@ -107,11 +124,11 @@ class Master:
     def listen(self):
         """Listen to the workers' NOTICEs on every turn of every wait (``notices``)."""
         self.notices.listen()
-        self.waiter.control = self.notices
+        self.waiter.listen(self.notices)
 
     def unlisten(self):
         """Stop listening to the NOTICEs (every receive cancelled)."""
-        self.waiter.control = None
+        self.waiter.listen(None)
         self.notices.close()
 
     def open(self, setup, point, depth):
@@ -124,12 +141,51 @@ class Master:
             self.slots = P.Slots(self.comm, *shape, point)
         else:
             self.slots.task[:, :, P.POINT] = point
+        self.losses.use(self.slots)
 
     def close(self):
         """Free the persistent requests (none is active once every round retired)."""
         if self.slots is not None:
             self.slots.release(keep=self.orphans)
             self.slots = None
+            self.losses.use(None)
+
+    def held(self, config, names):
+        """Trials of records the driver holds before they go to the file (resources.py)."""
+        return MASTER_BLOCK
+
+    def run_point(self, point, setup, trials, out):
+        """Start the rounds of ``trials`` of one point in order as slots free up, up to
+        decode.pipeline in flight, and hand ``out`` each trial's records once all its schemes
+        are decided, in trial order. A scheme that runs no round (f failed on the inputs) gets
+        its record at once."""
+        from ..core.trial import failed_record
+
+        p = point.index
+        self.open(setup, p, point.config.decode.pipeline)
+        names = list(setup.codes)
+        whole = InOrder(len(names), out)
+        for t in trials:
+            self.where.at(p, t)
+            try:
+                self.check()
+            except RankFailure as e:  # a rank died between rounds
+                self.losses.bury(e)
+            X, delays = setup.draw(p, t, inject=True)
+            t0 = time.perf_counter()
+            Y_true, why = setup.reference(X)
+            self.hung.timed(time.perf_counter() - t0)  # bounds a round nobody answers (hung)
+            whole.expect(t)
+            for name in names:
+                if Y_true is None:  # f failed on the inputs: no round at all
+                    whole.take(t, name, failed_record(setup.codes[name], delays, why))
+                    continue
+                while len(self.rounds) >= self.depth:
+                    whole.retired(self.advance())
+                self.start(setup, name, p, t, X, Y_true, delays)
+            whole.retired(())
+        while self.rounds:
+            whole.retired(self.advance())
 
     def round(self, setup, name, point, trial, X, Y_true, delays):
         """One scheme's record for one trial, computed by the workers with nothing else in
@@ -270,6 +326,27 @@ class Master:
             self.stats["stopped"] += len(r.stopped)
         r.decided = time.perf_counter()
 
+    def abandon(self, grace=GRACE):
+        """After an interruption: STOP the workers of every round in flight (a queued TASK is
+        skipped) and receive their replies (each answers within a polling interval unless f is
+        still running); no record is made and nothing interrupts the waits. True when every
+        round was drained within ``grace`` seconds; the persistent requests are then freed."""
+        self.waiter.watch(None)
+        self.limit = time.perf_counter() + grace
+        try:
+            for r in self.rounds.values():
+                if r.decided is None:
+                    r.t_stop = r.t_stop or time.perf_counter()
+                    self.decide(r, decode=False)
+            while self.rounds:
+                self.advance()
+        except WorkerLost:
+            return False
+        finally:
+            self.limit = None
+        self.close()
+        return True
+
     def retire(self, r):
         """Round r got every reply: complete its sends and free its slot."""
         until = self.limit or time.perf_counter() + GRACE
@@ -347,3 +424,30 @@ class Master:
         if s["hung"]:
             text += f"; {s['hung']} times a rank stopped answering"
         return text
+
+
+class InOrder:
+    """A point's records on their way to the driver (``out``, a ``core.driver.RecordBuffer``):
+    rounds finish out of order, a trial is handed over once all its ``n`` schemes are decided,
+    in trial order."""
+
+    def __init__(self, n, out):
+        self.n, self.out = n, out
+        self.records = {}  # trial -> {scheme: record}, until the trial is whole
+
+    def expect(self, t):
+        self.records[t] = {}
+
+    def take(self, t, name, rec):
+        self.records[t][name] = rec
+
+    def retired(self, rounds):
+        """Take the records of the rounds that retired; hand over the trials now whole."""
+        records = self.records
+        for r in rounds:
+            records[r.trial][r.name] = r.rec
+        while records:
+            t = min(records)
+            if len(records[t]) < self.n:
+                return
+            self.out.trial(t, records.pop(t))

@@ -213,18 +213,27 @@ class Waiter:
     ``check``: called on every turn of a wait; whatever it raises ends the wait. ``ft``: ULFM is
     on, so an MPI error of a process-failure class raises ``RankFailure``.
 
-    The master sets ``control``, its ``notices.Notices``: polled on every turn (it takes the
-    NOTICEs that came and listens again; the next ``check`` acts on them)."""
+    The master's ``listen`` gives it ``control``, its ``notices.Notices``: polled on every turn
+    (it takes the NOTICEs that came and listens again; the next ``check`` acts on them).
+    ``idle``: the back-off of a wait for a message (default IDLE_FIRST to SLEEP_IDLE)."""
 
-    def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None, ft=False):
+    def __init__(self, MPI, mode, hi=SLEEP_GATHER, check=None, ft=False, idle=None):
         self.MPI = MPI
         self.mode = mode
         self.polite = mode == "polite"
         self.gather = Backoff(SLEEP_MIN, hi)
-        self.idle = Backoff(IDLE_FIRST, SLEEP_IDLE)
+        self.idle = idle or Backoff(IDLE_FIRST, SLEEP_IDLE)
         self.check = check
         self.failures = failure_classes(MPI) if ft else frozenset()
         self.control = None
+
+    def watch(self, check):
+        """Call ``check`` on every turn of a wait from now on (None: nothing)."""
+        self.check = check
+
+    def listen(self, control):
+        """Poll ``control`` (a ``notices.Notices``) on every turn from now on (None: none)."""
+        self.control = control
 
     def raise_failure(self, e):
         """Raise MPI exception ``e`` of a wait: as RankFailure if it says a peer died or the

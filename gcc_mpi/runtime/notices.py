@@ -61,14 +61,17 @@ class Notices:
 
     def _take(self, kind, rank, value):
         if kind == P.NOTIFIED:
-            self.deaths.peer_notices = max(self.deaths.peer_notices, int(value))
+            self.deaths.noticed(int(value))
         elif kind == P.BYE:
             self.byes.add(int(rank))
-            self.deaths.left.add(int(rank))
-        elif kind == P.SIGNALLED and self.stop is not None and self.stop.signum is None:
-            self.stop.signum, self.stop.since = int(value), time.monotonic()
+            self.deaths.said_bye(int(rank))
+        elif kind == P.SIGNALLED and self.stop is not None and self.stop.note(int(value)):
             print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
                   "stopping the job", file=sys.stderr, flush=True)
+
+    def await_byes(self):
+        """An EXIT goes out now: the BYEs heard before it answered an earlier one."""
+        self.byes = set()
 
     def forget(self, rank):
         """``rank`` died: its receive is cancelled (it would fail on every test, ULFM)."""

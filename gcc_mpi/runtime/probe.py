@@ -67,20 +67,75 @@ class _Timed:
             self.times.append(time.perf_counter() - t0)
 
 
+class ProbeRounds:
+    """The probe's engine for the job driver (``core.driver.Engine``): the Master's rounds one
+    at a time (``Master.round``), rank 0's reference computation between them as a run's
+    decode (``master_work``: seconds per round)."""
+
+    def __init__(self, master, workers, master_work):
+        self.master, self.workers, self.master_work = master, workers, master_work
+
+    def held(self, config, names):
+        return 1  # every round goes to ``Arrivals`` at once: an interruption keeps them all
+
+    def run_point(self, point, setup, trials, out):
+        from ..files.traces import reference_work
+
+        master = self.master
+        master.open(setup, 0, 1)
+        for t in trials:
+            X, delays = setup.draw(0, t)  # model "none": no delay
+            Y_true = setup.reference(X)[0]
+            if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
+                Y_true = np.ones((self.workers, setup.target.output_dim))
+            rec = master.round(setup, "uncoded", 0, t, X, Y_true, delays)
+            # between rounds, as a run's decode: the workers wait for their next task
+            self.master_work[t] = reference_work()
+            out.trial(t, {"uncoded": rec})
+
+    def close(self):
+        self.master.close()
+
+
+class Arrivals:
+    """Where the driver puts the probe's records (``core.driver.RecordSink``): each round's
+    arrival per worker, in memory until the probe file is written."""
+
+    def __init__(self, rounds, workers):
+        self.arrival = np.full((rounds, workers), np.nan)
+        self.done = 0  # rounds held
+
+    def add_point(self, index, params):
+        pass
+
+    def align(self, index, schemes):
+        return 0
+
+    def append(self, index, scheme, rows):
+        self.arrival[rows["trial"]] = rows["arrival"]
+        self.done = int(rows["trial"][-1]) + 1
+
+    def due(self):
+        return True
+
+    def flush(self, force=False):
+        pass
+
+
 class ProbeWork:
     """Rank 0's part of a probe of ``plan`` (``plan.job`` is the probe's job, ``probe_job``),
-    step by step as ``session.lead`` calls it."""
+    step by step as ``session.lead`` calls it (``session.Work``)."""
 
     what, heading = "probe", "probe: "
     stuck_code = 1  # a hung worker that only MPI_Abort ends: no file is written yet
+    events = None   # a lost or hung worker is only said: the probe file has no place for it
 
     def __init__(self, plan, comm, MPI, interrupts):
         self.plan, self.comm, self.MPI = plan, comm, MPI
-        self.setup = self.progress = None
+        self.setup = None
         W, rounds = comm.size - 1, plan.probe_rounds
-        self.arrival = np.full((rounds, W), np.nan)
+        self.arrivals = Arrivals(rounds, W)
         self.master_work = np.full(rounds, np.nan)  # rank 0's reference computation
-        self.done = 0
 
     def prepare(self):
         from ..files.outputs import job_inputs, refuse
@@ -97,25 +152,18 @@ class ProbeWork:
     def started(self, master):
         pass
 
-    def rounds(self, master):
-        from ..core.progress import Progress
-        from ..files.traces import reference_work
+    @property
+    def done(self):
+        """Rounds done."""
+        return self.arrivals.done
 
-        setup, W = self.setup, self.comm.size - 1
-        master.open(setup, 0, 1)
-        self.progress = Progress(self.plan.probe_rounds, quiet=self.plan.quiet)
-        for t in range(self.plan.probe_rounds):
-            X, delays = setup.draw(0, t)  # model "none": no delay
-            Y_true = setup.reference(X)[0]
-            if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
-                Y_true = np.ones((W, setup.target.output_dim))
-            self.arrival[t] = master.round(setup, "uncoded", 0, t, X, Y_true, delays)["arrival"]
-            # between rounds, as a run's decode: the workers wait for their next task
-            self.master_work[t] = reference_work()
-            self.done = t + 1
-            self.progress.trial_done()
-        master.close()
-        self.progress.close()
+    def rounds(self, master):
+        from ..core.driver import run_points
+        from ..core.progress import Progress
+
+        engine = ProbeRounds(master, self.comm.size - 1, self.master_work)
+        run_points(engine, [(self.plan.job.points[0], self.setup)], self.arrivals,
+                   Progress(self.plan.probe_rounds, quiet=self.plan.quiet))
 
     def complete(self, master):
         pass
@@ -123,7 +171,6 @@ class ProbeWork:
     def interrupted(self, e):
         """A stop is said once the file holds the rounds done (``finished``); a lost worker
         ends the probe at once, without a file."""
-        self.progress.close()
         if isinstance(e, WorkerLost):
             print(f"gcc_mpi: {e} after {self.done} of {self.plan.probe_rounds} rounds; no probe "
                   "file is written", file=sys.stderr, flush=True)
@@ -136,7 +183,7 @@ class ProbeWork:
 
         compute = self._compute_times(master)
         out, done = self.plan.output, self.done
-        write_probe(out, self.arrival[:done], compute, worker_hosts(master),
+        write_probe(out, self.arrivals.arrival[:done], compute, worker_hosts(master),
                     range(1, self.comm.size),
                     complete=interrupted is None, config=self.plan.job.to_toml(),
                     command=self.plan.command, mpi=library(self.MPI),

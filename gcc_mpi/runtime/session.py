@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..core import launcher
 from ..errors import JobError
@@ -52,6 +53,43 @@ class Plan:
     probe_rounds: int = 0       # > 0: a probe of that many rounds instead of a run
     # rank 0, once the output is complete: the text to print for it (the command line's table)
     summary: object = field(default=None, compare=False)
+
+
+class Work(Protocol):
+    """What rank 0's part of a run (``run.RunWork``) or a probe (``probe.ProbeWork``) provides to
+    ``lead``, which calls it in this order around the lifecycle's own steps."""
+
+    what: str               # what cannot start ("job", "probe"), for the line that says so
+    heading: str            # the start of the ranks' line ("", "probe: ")
+    stuck_code: int | None  # the exit code when only MPI_Abort ends a hung worker (None: the
+    #                         run's own code)
+    plan: Plan
+    events: object          # where the Master records a lost or hung worker (None: nowhere)
+
+    def prepare(self) -> list:
+        """Before the start-up message: the job checked and set up, the output refused or
+        opened (JobError: bad input, announced to every worker); the (d, m) of each sweep
+        point, None for one not run."""
+
+    def cannot_start(self) -> None:
+        """The handshake failed (a worker lost): let go of what ``prepare`` opened."""
+
+    def started(self, master) -> None:
+        """After the handshake: the ranks' pids and hosts are known (``master.peers``)."""
+
+    def rounds(self, master) -> None:
+        """Every round of the work with ``master`` as the engine; raises Interrupted or
+        WorkerLost when it ends early."""
+
+    def complete(self, master) -> None:
+        """Every round done: the end-of-job lines of a complete work."""
+
+    def interrupted(self, e) -> None:
+        """The rounds ended early with ``e`` (Interrupted, WorkerLost): what was kept is said,
+        before the rounds in flight are abandoned."""
+
+    def finished(self, master, code, interrupted) -> int:
+        """After every worker's EXIT: anything left (the probe's file); the exit code."""
 
 
 def run(plan):
@@ -110,7 +148,8 @@ def lead(comm, MPI, plan, interrupts, notice):
     """Rank 0's whole run or probe; (exit code, whether MPI_Finalize is safe: no rank died)."""
     from .run import RunWork
 
-    work = (_probe().ProbeWork if plan.probe_rounds else RunWork)(plan, comm, MPI, interrupts)
+    work: Work = (_probe().ProbeWork if plan.probe_rounds else RunWork)(plan, comm, MPI,
+                                                                          interrupts)
     with witness.watching(plan.output):  # until rank 0 itself ends the job
         end = _until_the_end(comm, MPI, work, interrupts, notice)
     code = _end(comm, MPI, work, end)
@@ -134,7 +173,7 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
                                           os.getpid()))
     ft = fault_tolerant(MPI)
     master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), interrupts, notice, {}, host=host,
-                    ft=ft)
+                    ft=ft, events=work.events)
     try:
         handshake(comm, master, built)
     except WorkerLost as e:

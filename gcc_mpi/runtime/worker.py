@@ -71,9 +71,8 @@ def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
 def _serve(comm, MPI, plan, interrupts, notice, timer):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
     notices = NoticeSender(comm, interrupts, notice)
-    startup = Waiter(MPI, "polite", check=notices.check)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
-    startup.idle = Backoff(IDLE_FIRST, SLEEP_STARTUP)
+    startup = Waiter(MPI, "polite", check=notices.check, idle=Backoff(IDLE_FIRST, SLEEP_STARTUP))
     message = startup.recv_object(comm, 0, P.SETUP)
     if message[0] != "ok":
         return 2  # rank 0 reported the bad input
@@ -168,8 +167,7 @@ def build_targets(job, shapes):
         key = (repr(point.config.target), point.config.job.seed, d)
         if key not in built:
             target = target_for(point.config, d, job.base_dir)
-            if target.output_dim is None:  # python targets learn m from a call; rank 0 knows it
-                target.output_dim = m
+            target.learn_output_dim(m)  # python targets learn m from a call; rank 0 knows it
             built[key] = target
         targets.append(built[key])
     return targets
@@ -202,7 +200,7 @@ class Worker:
     def __init__(self, comm, MPI, waiter, targets, shared_clock=False, notices=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
         self.notices = notices if notices is not None else NoticeSender(comm)
-        waiter.check = self.notices.check
+        waiter.watch(self.notices.check)
         self.targets = targets  # f of each sweep point
         self.shared_clock = shared_clock  # on the master's node: count delays from its send time
         self.DOUBLE = MPI.DOUBLE

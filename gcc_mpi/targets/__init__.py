@@ -123,6 +123,5 @@ def try_one_row(target, x):
         raise JobError(target.key, f"{label} returned dtype {Y.dtype}; expected real numbers")
     if not np.all(np.isfinite(Y)):
         raise JobError(target.key, f"{label} returned NaN or inf for input row {X[0][:4]}...")
-    if target.output_dim is None:
-        target.output_dim = Y.shape[1]
+    target.learn_output_dim(Y.shape[1])
     return Y.astype(np.float64)

@@ -24,6 +24,12 @@ class Target:
     def __call__(self, X):
         raise NotImplementedError
 
+    def learn_output_dim(self, m):
+        """The output dimension m, when the target does not declare it (a python target learns
+        it from a call)."""
+        if self.output_dim is None:
+            self.output_dim = m
+
     def __repr__(self):
         return (f"<{type(self).__name__} {self.name!r}: R^{self.input_dim or 'd'} -> "
                 f"R^{self.output_dim}, degree={self.degree}, classifier={self.classifier}>")
