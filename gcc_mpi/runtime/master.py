@@ -89,6 +89,7 @@ class Master:
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.slots = None       # the current point's buffers and persistent requests
         self.rounds = {}        # slot -> Round in flight
+        self.unstarted = None   # the record of the last start that started no round
         self.limit = None       # perf_counter() bound on every wait while abandoning
         self.where = (0, 0)     # (point, trial) last started, for messages
         self.depth, self.classifier = 1, False
@@ -135,16 +136,23 @@ class Master:
         """One scheme's record for one trial, computed by the workers with nothing else in
         flight (after ``open``)."""
         r = self.start(setup, name, point, trial, X, Y_true, delays)
+        if r is None:
+            return self.unstarted
         while self.rounds.get(r.slot) is r:
             self.advance()
         return r.rec
 
     def start(self, setup, name, point, trial, X, Y_true, delays):
-        """Encode one scheme's inputs of a trial and scatter them in a free slot."""
+        """Encode one scheme's inputs of a trial and scatter them in a free slot: the Round, or
+        None when the encode failed (a plug-in's, ``trial.timed_encode``): no round starts, no
+        worker gets a task, and ``unstarted`` holds the scheme's failed record."""
         from ..core.trial import encode_record
 
         code = setup.codes[name]
         rec, X_coded = encode_record(code, X, delays)
+        if X_coded is None:
+            self.unstarted = rec
+            return None
         workers, texts = code.active, [""] * code.N
         dead, hung = self.deaths.dead, self.hung
         if dead or hung.hung:  # the dead and the silent: no task, no reply

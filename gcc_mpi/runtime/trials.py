@@ -59,7 +59,8 @@ def rounds(master, setup, point, book):
                 continue
             while len(master.rounds) >= master.depth:
                 book.collect(master.advance())
-            master.start(setup, name, point, t, X, Y_true, delays)
+            if master.start(setup, name, point, t, X, Y_true, delays) is None:
+                book.records[t][name] = master.unstarted  # its encode failed: no round
         book.collect(())
     while master.rounds:
         book.collect(master.advance())
