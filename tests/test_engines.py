@@ -3,6 +3,7 @@ raises or gives unusable coded inputs, a target f that raises (or calls sys.exit
 reference inputs or on a worker's coded input - gives the same records in ``simulate`` and under
 mpiexec: that scheme's trials failed with the reason, the erasures with their texts, every other
 scheme's rows complete, exit 0. The records are compared field by field (the clock's aside).
+And a job refused before its first trial gets the same one line from validate, simulate and run.
 """
 
 import numpy as np
@@ -165,3 +166,65 @@ def test_a_built_in_scheme_whose_encode_raises_is_a_bug_that_ends_the_run(monkey
     monkeypatch.setattr(code, "encode", broken)
     with pytest.raises(RuntimeError, match="our bug"):
         timed_encode(code, np.ones((3, 4)))
+
+
+# -- refused before the first trial: the same one line from validate, simulate and run ---------
+GOOD_F = "import numpy as np\n\n\ndef f(X):\n    return X[:, :2] ** 2\n"
+TALL_DECODE = '''
+import numpy as np
+from gcc_mpi import LinearCode
+
+
+class Tall(LinearCode):
+    def decode(self, received, Y, alpha=None):
+        return np.zeros((self.K + 1, Y.shape[1])), {}
+'''
+BAD_JOBS = {  # case: (what replaces what in the small job, files beside it, the line's start)
+    "unknown key": (("[code]\n", "[code]\nwokers = 6\n"), {}, "code.wokers: unknown key"),
+    "long name": (('name = "bad"', f'name = "{"n" * 300}"'), {}, "job.name:"),
+    "stragglers": (("[code]\n", '[stragglers]\nmodel = "fixed"\ncount = 9\n[code]\n'), {},
+                   "stragglers.count:"),
+    "no data file": (('source = "gaussian"\ndim = 4', 'source = "file"\npath = "no.npy"'), {},
+                     "data.path:"),
+    "short data": (('source = "gaussian"\ndim = 4', 'source = "file"\npath = "x.npy"'),
+                   {"x.npy": 2}, "data.batch:"),
+    "f missing": (('kind = "polynomial"\ndegree = 2\noutputs = 2',
+                   'kind = "python"\nfunction = "f.py:g"'), {"f.py": GOOD_F}, "target.function:"),
+    "f raises": (('kind = "polynomial"\ndegree = 2\noutputs = 2',
+                  'kind = "python"\nfunction = "f.py:f"'),
+                 {"f.py": "def f(X):\n    raise ValueError('no')\n"}, "target.function:"),
+    "plug-in": (('["bacc"]', '["bacc", "codes.py:Tall"]'), {"codes.py": TALL_DECODE},
+                'code.schemes: "codes.py:Tall": '),
+    "trace": (("[code]\n", '[stragglers]\nmodel = "trace"\npath = "t.npy"\n[code]\n'),
+              {"t.npy": 3}, "stragglers.path:"),
+    "memory": (("trials = 4", "trials = 4\n[sweep]\n\"data.batch\" = [3, 30000000]"), {},
+               "data.batch"),
+}
+
+
+def bad_job(folder, case):
+    (old, new), files, _ = BAD_JOBS[case]
+    job = small_job("bad", ["bacc"], 4)
+    assert old in job, old
+    (folder / "job.toml").write_text(job.replace(old, new, 1))
+    for name, content in files.items():
+        if isinstance(content, int):  # an array with that many rows (or workers)
+            np.save(folder / name, np.ones((content, 4)) * np.arange(content)[:, None])
+        else:
+            (folder / name).write_text(content)
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("case", sorted(BAD_JOBS))
+def test_a_job_refused_before_its_first_trial_gets_one_line_from_every_command(tmp_path, case):
+    bad_job(tmp_path, case)
+    lines = []
+    for argv, ranks in ((["validate"], None), (["simulate", "-o", "out.h5"], None),
+                        (["run", "-o", "out.h5"], RANKS)):
+        code, out, err = launch([argv[0], "job.toml", *argv[1:]], tmp_path, ranks=ranks)
+        mine = [line for line in err.splitlines() if line.startswith("gcc_mpi: error")]
+        assert code == 2 and len(mine) == 1 and "Traceback" not in err, (argv, err)
+        lines.append(mine[0])
+        assert not (tmp_path / "out.h5").exists()
+    assert lines[0].startswith("gcc_mpi: error: " + BAD_JOBS[case][2]), lines[0]
+    assert lines[0] == lines[1] == lines[2], lines
