@@ -32,7 +32,8 @@ def job_for_ranks(args, ranks):
     try:
         job = load_job_from(args, {"code.workers": ranks - 1})
     except JobError as e:
-        if e.key not in ("code.workers", "stragglers.count", "decode.stragglers"):
+        if e.key not in ("code.workers", "stragglers.count", "decode.stragglers") or \
+                refused_anyway(args, e):  # the job's own N: validate's line, not the ranks'
             raise
         message = str(e).removeprefix(f"{e.key}: ")
         raise JobError(e.key, f"{message} (with {ranks} ranks, code.workers is ranks - 1 = "
@@ -42,6 +43,15 @@ def job_for_ranks(args, ranks):
         raise JobError("code.workers", f"must be <= ranks - 1 = {ranks - 1} (rank 0 is the "
                                        f"master and {ranks} ranks were started), got {most}")
     return job
+
+
+def refused_anyway(args, e):
+    """Whether the job is refused with the same line ``e`` without the ranks' code.workers."""
+    try:
+        load_job_from(args)
+    except JobError as again:
+        return str(again) == str(e)
+    return False
 
 
 def launched_ranks():

@@ -18,6 +18,10 @@ NONE, RAISED, NONFINITE, SHAPE, LOST, HUNG = 0, 1, 2, 3, 4, 5
 CODES = {NONE: "none", RAISED: "f raised", NONFINITE: "NaN or inf in f's output",
          SHAPE: "output of the wrong shape", LOST: "rank died", HUNG: "rank did not answer"}
 TEXT_MAX = 200  # characters of an exception's message kept per erasure
+# what f raising is f's failure (an erasure, or a trial failed on its inputs), not the run's:
+# any exception, and SystemExit - an f that calls sys.exit() would otherwise end a simulation
+# quietly and kill a worker's rank over MPI
+F_FAILURES = (Exception, SystemExit)
 
 
 def call(target, X):
@@ -47,7 +51,7 @@ def evaluate_row(target, x, m):
     NONE, else it is None and (code, text) say why the result is erased."""
     try:
         Y = call(target, x.reshape(1, -1))
-    except Exception as e:  # noqa: BLE001 - whatever the user's f raises is an erasure
+    except F_FAILURES as e:  # whatever the user's f raises is an erasure
         return (None, *raised(e))
     code, text = check(Y, 1, m)
     return (Y[0] if code == NONE else None), code, text
@@ -65,7 +69,7 @@ def evaluate_rows(target, X, m, batch=True):
             Y = call(target, X)
             if check(Y, n, m)[0] == NONE:
                 return Y, codes, texts
-        except Exception:  # noqa: BLE001 - find the rows that fail, one at a time
+        except F_FAILURES:  # find the rows that fail, one at a time
             pass
     Y = np.full((n, m), np.nan)
     for i in range(n):

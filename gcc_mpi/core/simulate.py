@@ -114,20 +114,27 @@ def scheme_block(setup, name, block):
             ran.append(i)
     arrivals = block.delays[ran][:, code.active]
     received, t_stop = rule.simulate_block(arrivals)
+    sent = []  # the trials whose encode gave coded inputs
     for j, i in enumerate(ran):
-        received[j], t_stop[j] = run_trial(setup, name, block, i, arrivals[j], received[j],
-                                           t_stop[j], records)
-    finish(records, ran, received, t_stop, block.delays, master_scale(setup.trace))
+        stopped = run_trial(setup, name, block, i, arrivals[j], received[j], t_stop[j], records)
+        if stopped is not None:
+            received[j], t_stop[j] = stopped
+            sent.append(j)
+    finish(records, [ran[j] for j in sent], [received[j] for j in sent], t_stop[sent],
+           block.delays, master_scale(setup.trace))
     return records
 
 
 def run_trial(setup, name, block, i, arrival, received, t_stop, records):
     """Encode, compute and decode trial ``i`` of the block into ``records``, given where the
     stop rule stops (``received``, ``t_stop``) when no result is erased; returns where the
-    master really stops."""
+    master really stops; None when the encode failed (a plug-in's: its failed trial, nothing
+    sent, as on the MPI master)."""
     code, target = setup.codes[name], setup.target
     X_coded, fields = timed_encode(code, block.X[i])  # row j: worker code.active[j]'s
     records.put(i, fields)
+    if X_coded is None:
+        return None
     # only the results the master uses are computed: the rest would be thrown away ...
     Y, codes, _ = evaluate_rows(target, X_coded[rows_of(code, received)], target.output_dim,
                                 batch=len(received) > 0)
@@ -238,6 +245,8 @@ def replay(setup, point_index, trial_index, name, used, arrival=None):
     if Y_true is None:
         return failed_record(code, delays, why)
     X_coded, fields = timed_encode(code, X)
+    if X_coded is None:  # a plug-in's encode failed: nothing was used
+        return {**fields, "used": np.zeros(code.N, bool)}
     received = np.flatnonzero(used)
     if arrival is not None:
         received = received[np.argsort(np.asarray(arrival)[received], kind="stable")]

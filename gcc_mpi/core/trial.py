@@ -153,18 +153,43 @@ def rows_of(code, workers):
 
 def timed_encode(code, X):
     """(coded inputs of the active workers, record fields: t_encode and the encoder's facts, and
-    for a code that ``uses_inputs`` the trial's inputs under INPUTS)."""
+    for a code that ``uses_inputs`` the trial's inputs under INPUTS).
+
+    A plug-in's encode that raises, or gives no usable coded inputs (not one finite row of d
+    values per active worker), mid-run gives (None, the fields of that scheme's failed trial
+    with the reason): nothing is computed or sent for it, and every other scheme's trial goes
+    on, in both engines. A built-in scheme's is a bug of ours: raised, it ends the run."""
     t0 = time.perf_counter()
-    X_coded, info = code.encode(X)
+    try:
+        X_coded, info = code.encode(X)
+        reason = "" if built_in(code) else coded_problem(code, X, X_coded)
+    except Exception as e:
+        if built_in(code):
+            raise
+        reason = f"encode raised {type(e).__name__}: {e}"
+    if reason:
+        fields = {"failed": True, "reason": reason, "t_encode": time.perf_counter() - t0}
+        return None, {**fields, **no_alpha(code)}
     fields = {"t_encode": time.perf_counter() - t0, **info}
     if uses_inputs(code):
         fields[INPUTS] = (X, X_coded)
     return X_coded, fields
 
 
+def coded_problem(code, X, X_coded):
+    """What is wrong with a plug-in's coded inputs ``X_coded`` of the batch ``X``, or ""."""
+    want = (len(code.active), X.shape[1])
+    if np.shape(X_coded) != want:
+        return f"encode returned shape {np.shape(X_coded)}, expected {want}"
+    if not np.all(np.isfinite(X_coded)):
+        return "encode returned NaN or inf"
+    return ""
+
+
 def encode_record(code, X, delays):
     """Start one scheme's record of a trial: the delays, then the timed encode.
-    Returns (record, coded inputs of the active workers)."""
+    Returns (record, coded inputs of the active workers), None for the coded inputs when the
+    encode failed (``timed_encode``: the record is then that scheme's failed trial)."""
     rec = empty_record(code.N)
     rec["delay"] = delays
     X_coded, fields = timed_encode(code, X)
@@ -172,11 +197,14 @@ def encode_record(code, X, delays):
     return rec, X_coded
 
 
+def no_alpha(code):
+    """The alpha of a trial that chose none (NaN), for a code that chooses each trial's."""
+    return {"alpha": np.full(code.K, np.nan)} if code.trial_alpha else {}
+
+
 def failed_record(code, delays, reason):
     """The record of a trial that could not run at all (f failed on its inputs); a code that
     chooses each trial's alpha records none (NaN) for it."""
     rec = empty_record(code.N)
-    rec.update(failed=True, reason=reason, delay=delays)
-    if code.trial_alpha:
-        rec["alpha"] = np.full(code.K, np.nan)
+    rec.update(failed=True, reason=reason, delay=delays, **no_alpha(code))
     return rec

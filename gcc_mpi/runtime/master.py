@@ -104,6 +104,7 @@ class Master:
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.slots = None       # the current point's buffers and persistent requests
         self.rounds = {}        # slot -> Round in flight
+        self.unstarted = None   # the record of the last start that started no round
         self.limit = None       # perf_counter() bound on every wait while abandoning
         self.where = Where()    # (point, trial) last started, for messages
         self.depth, self.classifier = 1, False
@@ -157,8 +158,8 @@ class Master:
     def run_point(self, point, setup, trials, out):
         """Start the rounds of ``trials`` of one point in order as slots free up, up to
         decode.pipeline in flight, and hand ``out`` each trial's records once all its schemes
-        are decided, in trial order. A scheme that runs no round (f failed on the inputs) gets
-        its record at once."""
+        are decided, in trial order. A scheme that runs no round (f failed on the inputs, or a
+        plug-in's encode failed) gets its record at once."""
         from ..core.trial import failed_record
 
         p = point.index
@@ -182,7 +183,8 @@ class Master:
                     continue
                 while len(self.rounds) >= self.depth:
                     whole.retired(self.advance())
-                self.start(setup, name, p, t, X, Y_true, delays)
+                if self.start(setup, name, p, t, X, Y_true, delays) is None:
+                    whole.take(t, name, self.unstarted)  # its encode failed: no round
             whole.retired(())
         while self.rounds:
             whole.retired(self.advance())
@@ -191,16 +193,23 @@ class Master:
         """One scheme's record for one trial, computed by the workers with nothing else in
         flight (after ``open``)."""
         r = self.start(setup, name, point, trial, X, Y_true, delays)
+        if r is None:
+            return self.unstarted
         while self.rounds.get(r.slot) is r:
             self.advance()
         return r.rec
 
     def start(self, setup, name, point, trial, X, Y_true, delays):
-        """Encode one scheme's inputs of a trial and scatter them in a free slot."""
+        """Encode one scheme's inputs of a trial and scatter them in a free slot: the Round, or
+        None when the encode failed (a plug-in's, ``trial.timed_encode``): no round starts, no
+        worker gets a task, and ``unstarted`` holds the scheme's failed record."""
         from ..core.trial import encode_record
 
         code = setup.codes[name]
         rec, X_coded = encode_record(code, X, delays)
+        if X_coded is None:
+            self.unstarted = rec
+            return None
         workers, texts = code.active, [""] * code.N
         dead, hung = self.deaths.dead, self.hung
         if dead or hung.hung:  # the dead and the silent: no task, no reply

@@ -43,7 +43,7 @@ from math import isfinite
 
 import numpy as np
 
-from ..core.erasures import NONE, call, check, raised
+from ..core.erasures import F_FAILURES, NONE, call, check, raised
 from ..errors import JobError
 from . import protocol as P
 from . import witness
@@ -181,7 +181,7 @@ def compute(target, x, m):
     check, so the codes and texts are the simulator's."""
     try:
         Y = call(target, x.reshape(1, -1))
-    except Exception as e:  # noqa: BLE001 - whatever the user's f raises is an erasure
+    except F_FAILURES as e:  # whatever the user's f raises is an erasure
         return (None, *raised(e))
     if Y.shape == (1, m) and all(map(isfinite, Y[0].tolist())):
         return Y[0], NONE, ""

@@ -105,7 +105,7 @@ def try_one_row(target, x):
         Y = fn(X)
     except JobError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:  # as a run takes it (core.erasures.F_FAILURES)
         raise JobError(target.key, f"{label} raised {type(e).__name__} on one input row of "
                                    f"shape {X.shape}: {e}") from None
     try:
