@@ -25,7 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import abort_on_error, resolve_wait  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
 from gcc_mpi.runtime.trials import run_trials  # noqa: E402

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .reports import analyze as _analyze
-from .job import config as _config
+from .job import default_job
 from .core import preflight
 from .reports.analyze import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
@@ -63,7 +63,7 @@ def load_job(path=None, overrides=(), *, defaults=None):
     JobError
         A bad key or value, naming the key and what is allowed.
     """
-    return _config.load(path, overrides, defaults)
+    return default_job.load(path, overrides, defaults)
 
 
 def _checked(job, points=None, *, say=True, **where):

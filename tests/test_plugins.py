@@ -19,7 +19,7 @@ from mpirun import run as launch
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.reader import read_results
 
@@ -365,7 +365,7 @@ def test_the_docs_page_shows_the_example_as_shipped():
 
 
 def test_a_plugins_options_round_trip_through_the_resolved_job(example):
-    from gcc_mpi.job.config import parse_job
+    from gcc_mpi.job.parse import parse_job
 
     key = f'code."{EXAMPLE}".systematic'
     for given in (f"{key}=false", f"code.{EXAMPLE}.systematic=false"):  # quoted or not

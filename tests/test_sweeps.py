@@ -17,7 +17,8 @@ from mpirun import MPI_NAME, needs_mpiexec, run
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.reports.analyze import main_analyze
-from gcc_mpi.job.config import load_job, parse_job, select_points
+from gcc_mpi.job.parse import load_job, parse_job
+from gcc_mpi.job.config import select_points
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.merge import merge
 from gcc_mpi.files.writer import ResultWriter

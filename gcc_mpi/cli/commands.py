@@ -15,7 +15,7 @@ from ..files.outputs import default_output
 def load_job_from(args, defaults=None):
     """The job the arguments name (the default job without a file), with their ``--set``
     overrides: the one way every command loads it."""
-    from ..job.config import load
+    from ..job.default_job import load
 
     return load(args.job, args.overrides, defaults)
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from importlib import import_module
 
 from ..job import user_code
-from ..job.config import dotted
+from ..job.keys import dotted
 from ..errors import JobError
 from ..job.registry import BUILT_IN, ENTRY_POINTS, installed_schemes, is_plugin
 from .base import DecodeError, LinearCode, check_code

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from . import resources
-from ..job.config import resolved_stragglers
+from ..job.rules import resolved_stragglers
 
 
 def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, local_ranks=None,

@@ -20,7 +20,7 @@ import math
 import os
 import sys
 
-from ..job.config import key_parts
+from ..job.keys import key_parts
 from ..errors import JobError
 from .tables import aligned, format_param
 

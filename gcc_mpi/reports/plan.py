@@ -103,7 +103,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
 
 
 def _lcc_fits(base, N):
-    from ..job.config import resolved_lcc_degree
+    from ..job.rules import resolved_lcc_degree
 
     try:
         return N >= (base.data.batch - 1) * resolved_lcc_degree(base) + 1
@@ -191,7 +191,7 @@ def best_job(job, base, best, trace_abs, where):
 
 
 def write_job(path, job, header, overwrite):
-    from ..job.config import parse_job
+    from ..job.parse import parse_job
     from ..files.traces import load_trace
 
     refuse(path, "--write", overwrite=overwrite, example="best.toml")
@@ -293,7 +293,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
 
 def _request(base, trace, max_workers, schemes, trials):
     """(candidate Ns, schemes, trials) of a plan, checked: JobError naming the option."""
-    from ..job.config import check_schemes
+    from ..job.schema import check_schemes
 
     K = base.data.batch
     most = max_workers or trace.workers
