@@ -23,7 +23,7 @@ from pathlib import Path
 from .reports import analyze as _analyze
 from .job import default_job
 from .core import preflight
-from .reports.analyze import summarize
+from .reports.statistics import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .job.config import Job, select_points
 from .errors import JobError
@@ -330,7 +330,7 @@ def report(results, path, *, labels=None, overwrite=False):
         ``path`` exists (unless ``overwrite``), is a folder or is one of the inputs.
     """
     from .reports.html import build
-    from .reports.plots import require_matplotlib
+    from .reports.canvas import require_matplotlib
 
     refuse(path, "path", overwrite=overwrite, example="report.html",
            inputs=_input_paths(results))

@@ -454,3 +454,33 @@ def test_a_plugin_that_raises_mid_run_is_that_schemes_failure_in_both_engines(tm
         assert counts["bacc"][:2] == (12, 0), counts
         assert counts["codes.py:Flaky"] == (12, 4, {"decode raised RuntimeError: flaky"}), counts
     assert seen[0] == seen[1]
+
+
+WIDE = '''
+from gcc_mpi.codes.berrut import BACC
+
+
+class Wide(BACC):
+    """BACC with one more option: its class is all that declares it."""
+
+    def __init__(self, N, K, spread: float = 1.0, **options):
+        super().__init__(N, K, **options)
+        self.spread = spread
+'''
+
+
+def test_a_new_option_is_read_from_its_class(tmp_path, capsys):
+    """Adding an option to a scheme touches only its class: a subclass with a new keyword is
+    set from the job file, normalised by its annotation, and a wrong type is the usual one
+    line naming the key."""
+    (tmp_path / "wide.py").write_text(WIDE)
+    job = tmp_path / "job.toml"
+    job.write_text(small_job("wide", ["wide.py:Wide"], 2) + '[code."wide.py:Wide"]\nspread = 2\n')
+    assert main(["validate", str(job)]) == 0
+    assert '[code."wide.py:Wide"]\nspread = 2' in capsys.readouterr().out
+    code = make_code("wide.py:Wide", 6, 3, base_dir=tmp_path, spread=2)
+    assert code.spread == 2.0 and isinstance(code.spread, float)
+    job.write_text(job.read_text().replace("spread = 2", 'spread = "wide"'))
+    assert main(["validate", str(job)]) == 2
+    assert capsys.readouterr().err == ('gcc_mpi: error: code."wide.py:Wide".spread: must be a '
+                                       'number, got "wide"\n')

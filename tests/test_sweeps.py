@@ -316,7 +316,7 @@ def test_plots_of_a_classifier_sweep(tmp_path):
                    'schemes = ["uncoded", "bacc", "gcc"]\n[sweep]\n"stragglers.count" = [0, 2]\n')
     out = tmp_path / "c.h5"
     assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
-    from gcc_mpi.reports.analyze import summarize
+    from gcc_mpi.reports.statistics import summarize
     from gcc_mpi.reports.plots import plot_all
 
     res = read_results(out)

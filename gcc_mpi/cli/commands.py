@@ -91,7 +91,8 @@ def single_process(args):
 
 
 def results_table(path):
-    from ..reports.analyze import format_table, summarize
+    from ..reports.analyze import format_table
+    from ..reports.statistics import summarize
     from ..files.reader import read_results
 
     return format_table(summarize(read_results(path)))
@@ -121,7 +122,8 @@ def cmd_simulate(args):
         print(kept_line(e, e.done, e.total, out), file=sys.stderr)
         return e.code
     if not args.quiet:
-        from ..reports.analyze import format_table, summarize
+        from ..reports.analyze import format_table
+        from ..reports.statistics import summarize
 
         print(format_table(summarize(results)))
     print(f"wrote {out}", file=sys.stderr)
