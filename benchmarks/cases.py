@@ -9,7 +9,7 @@ from pathlib import Path
 from common import point_setup
 from workloads import blurred_digits, trefoil
 
-from gcc_mpi.job.config import load_default_job
+from gcc_mpi.job.default_job import load_default_job
 from gcc_mpi.core.point import PointSetup
 
 HERE = Path(__file__).resolve().parent

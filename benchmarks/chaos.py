@@ -326,7 +326,7 @@ def _same(u, v, rtol=0.0):
 
 def _setup(results, path):
     """The PointSetup of a results file's first point, from the job it records (its f beside it)."""
-    from gcc_mpi.job.config import parse_job
+    from gcc_mpi.job.parse import parse_job
     from gcc_mpi.core.point import PointSetup
 
     job = parse_job(results.config_toml, base_dir=Path(path).parent)

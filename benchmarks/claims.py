@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gcc_mpi.reports.analyze import summarize
+from gcc_mpi.reports.statistics import summarize
 from gcc_mpi.reports.rates import FLOOR_DB, fit_rate_details
 from gcc_mpi.files.reader import read_results
 

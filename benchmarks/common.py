@@ -11,7 +11,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from gcc_mpi.job.config import load_job  # noqa: E402
+from gcc_mpi.job.parse import load_job  # noqa: E402
 from gcc_mpi.core.simulate import simulate_scheme  # noqa: E402
 from gcc_mpi.core.point import PointSetup  # noqa: E402
 

@@ -1,9 +1,9 @@
 """The default job at every allocation: NMSE of each scheme for R = 4..64 ranks (N = R - 1).
 
-The default job picks K and S from N (gcc_mpi.job.config.fit_default_job); this runs it exactly as
-`mpiexec -n R python -m gcc_mpi` would (same trials and seed, in the simulator, which gives
-the same received sets and so the same accuracy), and on held-out seeds. It prints one line per
-R and the worst approximate scheme at any R, which must stay below -10 dB.
+The default job picks K and S from N (gcc_mpi.job.default_job.fit_default_job); this runs it
+exactly as `mpiexec -n R python -m gcc_mpi` would (same trials and seed, in the simulator,
+which gives the same received sets and so the same accuracy), and on held-out seeds.
+It prints one line per R and the worst approximate scheme at any R, which must stay below -10 dB.
 
     python benchmarks/default_job.py [--ranks 4 64] [--seeds 0 1 2]
 """
@@ -18,7 +18,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.core.point import prepare  # noqa: E402
 from gcc_mpi.core.simulate import block_columns  # noqa: E402
 

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from runtime_overhead import SCHEME  # noqa: E402
-from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import library  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
 from gcc_mpi.runtime.worker import build_targets  # noqa: E402

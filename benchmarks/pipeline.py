@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from gcc_mpi.core.driver import run_points  # noqa: E402
-from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.runtime.mpi import abort_on_error, resolve_wait  # noqa: E402
 from gcc_mpi.runtime.session import block  # noqa: E402
 from gcc_mpi.runtime.worker import build_targets  # noqa: E402

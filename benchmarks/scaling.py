@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from launch import mpiexec
 
-from gcc_mpi.reports.analyze import summarize_scheme
-from gcc_mpi.job.config import load_job
+from gcc_mpi.reports.statistics import summarize_scheme
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.files.reader import read_results
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,7 +38,7 @@ from common import JOBS  # first: it keeps BLAS single-threaded, as the CLI does
 
 import numpy as np
 
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.core.point import prepare
 from gcc_mpi.job.records import MEASURED
 from gcc_mpi.files.reader import mismatches

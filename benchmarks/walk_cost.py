@@ -29,7 +29,7 @@ import numpy as np
 from simulator_speed import NullWriter, overrides
 from variants import VARIANTS
 
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.core.point import prepare, scheme_options
 from gcc_mpi.core.driver import run_points
 from gcc_mpi.core.simulate import Simulator

@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 
 from .reports import analyze as _analyze
-from .job import config as _config
+from .job import default_job
 from .core import preflight
-from .reports.analyze import summarize
+from .reports.statistics import summarize
 from .codes import DecodeError, LinearCode, check_code, make_code
 from .job.config import Job, select_points
 from .errors import JobError
@@ -62,7 +62,7 @@ def load_job(path=None, overrides=(), *, defaults=None):
     JobError
         A bad key or value, naming the key and what is allowed.
     """
-    return _config.load(path, overrides, defaults)
+    return default_job.load(path, overrides, defaults)
 
 
 def check(job, *, say=False):
@@ -288,7 +288,7 @@ def report(results, path, *, labels=None, overwrite=False):
         ``path`` exists (unless ``overwrite``), is a folder or is one of the inputs.
     """
     from .reports.html import build
-    from .reports.plots import require_matplotlib
+    from .reports.canvas import require_matplotlib
 
     refuse(path, "path", overwrite=overwrite, example="report.html",
            inputs=_input_paths(results))

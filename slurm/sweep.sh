@@ -53,7 +53,8 @@ why=$("$py" -c "import gcc_mpi" 2>&1) || {
 "$py" -m gcc_mpi validate "$job" ${sets[@]+"${sets[@]}"} > /dev/null  # one line if it is wrong
 counts=$("$py" -c '
 import sys
-from gcc_mpi.job.config import load_job, parse_override
+from gcc_mpi.job.config import parse_override
+from gcc_mpi.job.parse import load_job
 job = load_job(sys.argv[1], [parse_override(s) for s in sys.argv[2:] if s != "--set"])
 print(len(job.points), max(p.config.code.workers for p in job.points))
 ' "$job" ${sets[@]+"${sets[@]}"})

@@ -24,7 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from gcc_mpi.job.config import load_default_job  # noqa: E402
+from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.runtime import protocol as P  # noqa: E402
 from gcc_mpi.runtime.ending import shutdown  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402

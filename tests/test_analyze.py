@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from gcc_mpi.reports.analyze import format_table, main_analyze, summarize, to_json, write_csv
+from gcc_mpi.reports.analyze import format_table, main_analyze, to_json, write_csv
+
+from gcc_mpi.reports.statistics import summarize
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.writer import ResultWriter
 
@@ -199,3 +201,46 @@ def test_analyze_output_mistakes_are_one_line(h5, tmp_path, capsys, option):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and f"error: {option}: {bad}" in err
     assert file.read_text() == "keep" and list(folder.iterdir()) == []
+
+
+PLAIN = '''
+import numpy as np
+from gcc_mpi import LinearCode
+
+
+class Plain(LinearCode):
+    def __init__(self, N, K, scale=1.0):
+        super().__init__(N, K)
+        self.E = scale * np.ones((N, K)) / K + np.eye(N, K)
+
+    def decode_matrix(self, received):
+        return np.linalg.pinv(self.E[received]), {}
+'''
+
+
+def test_a_quoted_plugin_key_is_read_like_any_key(tmp_path):
+    """One lookup of a dotted key for the job file, the comparison and the figures: a plug-in's
+    option, 'code."codes.py:Plain".scale', whose quoted part holds a dot, is found in a results
+    file's job (the figures' reader split the key on every dot and found nothing), and a sweep
+    over it is plotted against it."""
+    pytest.importorskip("matplotlib")
+    from jobfiles import small_job
+
+    from gcc_mpi.api import run_simulation
+    from gcc_mpi.job.parse import load_job
+    from gcc_mpi.reports import plots
+    from gcc_mpi.reports.job_words import JobWords
+
+    key = 'code."codes.py:Plain".scale'
+    (tmp_path / "codes.py").write_text(PLAIN)
+    job = tmp_path / "job.toml"
+    job.write_text(small_job("quoted", ["bacc", "codes.py:Plain"], 2)
+                   + '[code."codes.py:Plain"]\nscale = 2.0\n'
+                   + '[sweep]\n"stragglers.count" = [0, 1]\n')
+    res = run_simulation(load_job(job))
+    assert JobWords(res).get(key) == 2.0
+    job.write_text(small_job("quoted", ["bacc", "codes.py:Plain"], 2)
+                   + f"[sweep]\n'{key}' = [0.5, 2.0]\n")
+    res = run_simulation(load_job(job))
+    kinds = [kind for kind, _ in plots.figures(res, summarize(res))[1]]
+    assert 'mse-vs-code."codes.py:Plain".scale' in kinds

@@ -222,7 +222,7 @@ def test_a_code_built_without_options_is_the_code_a_job_gets():
     that sets nothing runs)."""
     import inspect
 
-    from gcc_mpi.job.config import CodeSection
+    from gcc_mpi.job.schema import CodeSection
 
     section = CodeSection()
     for name, cls in CLASSES.items():

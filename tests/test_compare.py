@@ -19,7 +19,7 @@ from jobfiles import small_job
 from tiers import unavailable
 
 from gcc_mpi.cli.main import main
-from gcc_mpi.reports.analyze import binomial_ppf, quantile_ci95
+from gcc_mpi.reports.statistics import binomial_ppf, quantile_ci95
 from gcc_mpi.reports.comparison import differences, labels_for
 from gcc_mpi.files.writer import ResultWriter
 

@@ -8,11 +8,12 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gcc_mpi.job import config as C
-from gcc_mpi.job.config import (
-    Config, Job, get, load_default_job, load_job, parse_job, parse_override, replace,
-    resolved_lcc_degree, resolved_stragglers,
-)
+from gcc_mpi.job import access, schema
+from gcc_mpi.job.config import Config, Job, parse_override, replace
+from gcc_mpi.job.access import get
+from gcc_mpi.job.default_job import load_default_job
+from gcc_mpi.job.parse import load_job, parse_job
+from gcc_mpi.job.rules import resolved_lcc_degree, resolved_stragglers
 from gcc_mpi.errors import JobError
 
 
@@ -59,7 +60,7 @@ def test_defaults_resolve():
     assert (c.target.kind, c.target.degree, c.target.outputs, c.target.model) == ("mlp", 3, 4, None)
     assert c.code.workers == 40 and c.code.schemes == ("bacc", "letcc", "gcc")
     assert c.stragglers.model == "fixed" and c.stragglers.delay == 0.1
-    assert c.decode == C.DecodeSection("fastest", "auto", None)
+    assert c.decode == schema.DecodeSection("fastest", "auto", None)
     assert resolved_stragglers(c) == 0 and j.explicit_keys == frozenset()
 
 
@@ -77,7 +78,7 @@ def test_get_options_and_frozen():
         c.code.workers = 3
     with pytest.raises(JobError, match="did you mean 'stragglers.count'"):
         get(c, "stragglers.cout")
-    assert set(C.to_dict(c)) == set(C.KEYS) and len(C.schema()) == len(C.KEYS)
+    assert set(access.to_dict(c)) == set(schema.KEYS) and len(schema.schema()) == len(schema.KEYS)
 
 
 def test_ints_accepted_as_floats_not_the_reverse():
@@ -403,7 +404,7 @@ def test_default_job():
 
 
 def test_default_job_fits_any_allocation():
-    from gcc_mpi.job.config import fit_default_job
+    from gcc_mpi.job.default_job import fit_default_job
 
     for n in range(1, 200):  # N - S >= 2K from 5 workers (4: K = 1), S >= 1 from 2, K <= 10
         K, S = fit_default_job(n)
@@ -425,7 +426,7 @@ def test_default_job_fits_any_allocation():
 
 # --- property: any TOML gives a Job or a JobError ------------------------------------------------
 
-_names = st.sampled_from([k.rpartition(".")[2] for k in C.KEYS]
+_names = st.sampled_from([k.rpartition(".")[2] for k in schema.KEYS]
                          + ["lcc", "letcc", "gcc", "gcc-manifold", "sweep"]) | st.text(max_size=8)
 _tops = st.sampled_from(["job", "data", "target", "code", "stragglers", "decode", "sweep"]) \
     | st.text(max_size=6)
@@ -437,7 +438,7 @@ _scalars = (st.sampled_from([0, 1, 2, 3, 5, 10, 40, -1, 0.5, 1e-8, True, "auto",
             | st.dates())
 _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
                        | st.dictionaries(_names, inner, max_size=3), max_leaves=8)
-_sweeps = st.dictionaries(st.sampled_from(list(C.KEYS)) | st.text(max_size=12),
+_sweeps = st.dictionaries(st.sampled_from(list(schema.KEYS)) | st.text(max_size=12),
                           st.lists(_scalars, max_size=3) | _scalars, max_size=3)
 _good = {"stragglers.count": [0, 1, 3, 12], "code.workers": [10, 20, 2],
          "stragglers.delay": [0, 0.5, -1], "code.gcc.kernel": ["gaussian", "matern52"],

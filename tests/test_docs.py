@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gcc_mpi.job import config
+from gcc_mpi.job import schema
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,17 +46,17 @@ def key_table(text):
 def test_jobs_md_lists_every_key_with_its_default():
     rows = key_table((ROOT / "docs" / "jobs.md").read_text())
     listed = {k for k in rows if not k.startswith(("[", 'code."'))}
-    assert listed == set(config.KEYS), (sorted(set(config.KEYS) - listed),
-                                        sorted(listed - set(config.KEYS)))
+    assert listed == set(schema.KEYS), (sorted(set(schema.KEYS) - listed),
+                                        sorted(listed - set(schema.KEYS)))
     assert "[sweep]" in rows and 'code."<plug-in>".<option>' in rows
     for key, shown in rows.items():
-        if key not in config.KEYS:
+        if key not in schema.KEYS:
             continue
-        default = config.DEFAULTS[key]
+        default = schema.DEFAULTS[key]
         if shown == "—":
             assert default is None, key
         elif shown == "as gcc":
-            assert default == config.DEFAULTS["code.gcc." + key.rpartition(".")[2]], key
+            assert default == schema.DEFAULTS["code.gcc." + key.rpartition(".")[2]], key
         else:
             value = tomllib.loads(f"v = {shown}")["v"]
             assert value == (list(default) if isinstance(default, tuple) else default), key

@@ -8,7 +8,7 @@ import pytest
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.gcc_manifold import REACH, reach
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.core.simulate import simulate_scheme
 from gcc_mpi.core.point import PointSetup, scheme_options
 

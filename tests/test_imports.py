@@ -319,3 +319,11 @@ def test_a_worker_imports_only_numpy_mpi4py_and_what_its_f_needs(tmp_path):
                      m.startswith(p + "."))
         assert not bad, f"rank {rank} imported {bad}"
     assert os.path.exists(tmp_path / "spy.h5")
+
+
+def test_no_module_is_over_500_lines():
+    """A module does one job (docs/contributing.md, "Style"): none of gcc_mpi/ exceeds 500
+    lines; a longer one is split by its jobs."""
+    long = {module_name(p): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}, long

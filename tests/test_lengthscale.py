@@ -14,7 +14,7 @@ from gcc_mpi.codes.kernels import matern52
 from gcc_mpi.codes.lengthscale import START, LengthscaleSmoother, lengthscale_grid, search
 from gcc_mpi.codes.smoother import KernelSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.core.simulate import simulate_scheme
 from gcc_mpi.core.point import PointSetup, scheme_options
 

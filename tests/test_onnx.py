@@ -15,7 +15,7 @@ import onnx  # the [test] extra installs both: missing is a failure, not a skip
 from onnx import TensorProto, helper, numpy_helper
 
 from gcc_mpi.cli.main import main
-from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.job.datasets import load_dataset
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.reader import read_results

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gcc_mpi
-from gcc_mpi.reports import plots
+from gcc_mpi.reports import canvas, plots
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "systematic-berrut.toml"
 
@@ -62,6 +62,6 @@ def test_no_text_lies_outside_a_figure(runs, labels):
 
 
 def test_the_check_sees_a_text_past_the_edge():
-    fig, ax = plots.figure()
+    fig, ax = canvas.figure()
     ax.set_title("x" * 400, fontsize=7.5)  # wider than the canvas
     assert [text for text, _ in outside(fig)] == ["x" * 50]

@@ -19,7 +19,7 @@ from mpirun import run as launch
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.job.config import load_job
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.reader import read_results
 
@@ -365,7 +365,7 @@ def test_the_docs_page_shows_the_example_as_shipped():
 
 
 def test_a_plugins_options_round_trip_through_the_resolved_job(example):
-    from gcc_mpi.job.config import parse_job
+    from gcc_mpi.job.parse import parse_job
 
     key = f'code."{EXAMPLE}".systematic'
     for given in (f"{key}=false", f"code.{EXAMPLE}.systematic=false"):  # quoted or not
@@ -454,3 +454,33 @@ def test_a_plugin_that_raises_mid_run_is_that_schemes_failure_in_both_engines(tm
         assert counts["bacc"][:2] == (12, 0), counts
         assert counts["codes.py:Flaky"] == (12, 4, {"decode raised RuntimeError: flaky"}), counts
     assert seen[0] == seen[1]
+
+
+WIDE = '''
+from gcc_mpi.codes.berrut import BACC
+
+
+class Wide(BACC):
+    """BACC with one more option: its class is all that declares it."""
+
+    def __init__(self, N, K, spread: float = 1.0, **options):
+        super().__init__(N, K, **options)
+        self.spread = spread
+'''
+
+
+def test_a_new_option_is_read_from_its_class(tmp_path, capsys):
+    """Adding an option to a scheme touches only its class: a subclass with a new keyword is
+    set from the job file, normalised by its annotation, and a wrong type is the usual one
+    line naming the key."""
+    (tmp_path / "wide.py").write_text(WIDE)
+    job = tmp_path / "job.toml"
+    job.write_text(small_job("wide", ["wide.py:Wide"], 2) + '[code."wide.py:Wide"]\nspread = 2\n')
+    assert main(["validate", str(job)]) == 0
+    assert '[code."wide.py:Wide"]\nspread = 2' in capsys.readouterr().out
+    code = make_code("wide.py:Wide", 6, 3, base_dir=tmp_path, spread=2)
+    assert code.spread == 2.0 and isinstance(code.spread, float)
+    job.write_text(job.read_text().replace("spread = 2", 'spread = "wide"'))
+    assert main(["validate", str(job)]) == 2
+    assert capsys.readouterr().err == ('gcc_mpi: error: code."wide.py:Wide".spread: must be a '
+                                       'number, got "wide"\n')

@@ -7,7 +7,7 @@ import pytest
 
 from gcc_mpi.core import resources
 from gcc_mpi.cli.main import main
-from gcc_mpi.job.config import parse_job
+from gcc_mpi.job.parse import parse_job
 from gcc_mpi.errors import JobError
 
 FUNCTIONS = '''import numpy as np

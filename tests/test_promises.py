@@ -28,7 +28,7 @@ from test_pipeline import PIPE, in_flight
 from test_runtime import assert_same_as_simulate, check_contract
 
 from gcc_mpi.cli.main import main
-from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.files.reader import read_results
 
 ROOT = Path(__file__).resolve().parents[1]

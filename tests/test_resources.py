@@ -19,7 +19,7 @@ from mpirun import needs_mpiexec, ours, run
 
 from gcc_mpi.core import resources
 from gcc_mpi.cli.main import main
-from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.reader import ResultsFile
 from test_faults import assert_same_results

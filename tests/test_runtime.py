@@ -13,7 +13,7 @@ import pytest
 from mpirun import MPI_NAME, needs_mpiexec
 from mpirun import run as launch
 
-from gcc_mpi.job.config import load_job, parse_job
+from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.runtime import protocol as P
 from gcc_mpi.core.launcher import launcher_rank

@@ -5,7 +5,7 @@ import pytest
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
-from gcc_mpi.job.config import parse_job
+from gcc_mpi.job.parse import parse_job
 from gcc_mpi.core.erasures import evaluate_rows, summary
 from gcc_mpi.job.records import MEASURED
 from gcc_mpi.files.reader import read_results

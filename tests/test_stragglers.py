@@ -1,5 +1,6 @@
 """Straggler models: the delay vectors they draw."""
 
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +16,7 @@ def params(model, **kw):
     return SimpleNamespace(model=model, **{**PARAMS, **kw})
 
 
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("model", sorted(m for m in MODELS if MODELS[m].draw))  # trace: a file
 def test_every_model_draws_one_nonnegative_delay_per_worker_reproducibly(model):
     a = draw_delays(np.random.default_rng(1), 20, params(model))
     b = draw_delays(np.random.default_rng(1), 20, params(model))
@@ -48,3 +49,90 @@ def test_continuous_models_have_the_stated_location():
     pa = draw_delays(rng, n, params("pareto"))
     assert pa.min() >= 0.01 and np.mean(pa) == pytest.approx(0.02, rel=0.05)  # x_m a / (a - 1)
     assert np.median(draw_delays(rng, n, params("lognormal"))) == pytest.approx(0.02, rel=0.02)
+
+
+# -- a model of one's own: one record, registered, and every part of a job follows ---------------
+HALF = '''
+import numpy as np
+from gcc_mpi.job import stragglers
+from gcc_mpi.job.checks import Setting, integer
+
+
+def half(rng, N, p):
+    """The first ``late`` workers (its own parameter) are late by ``delay`` (a shared one)."""
+    d = np.zeros(N)
+    d[:p.late] = p.delay
+    return d
+
+
+MODEL = stragglers.register(stragglers.Model(
+    "first-late", half, {"late": Setting(integer(0), 2), "delay": stragglers.DELAY},
+    late=lambda p, N: p.late, late_key="late", counts=("late",),
+    words=lambda get: f"the first {get('late')} workers late"))
+'''
+
+
+@pytest.fixture
+def own_model(tmp_path, monkeypatch):
+    """A straggler model defined and registered in a module of the test's own (a user's
+    package would do the same at import), removed afterwards."""
+    (tmp_path / "my_delays.py").write_text(HALF)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_delays
+    yield my_delays.MODEL
+    from gcc_mpi.job import stragglers
+    stragglers.unregister("first-late")
+    sys.modules.pop("my_delays", None)
+
+
+def test_a_registered_model_is_a_job_files_model_with_its_parameters(own_model, tmp_path):
+    """Registering one Model is all a new straggler model takes: the job file's schema, its
+    checks (its parameter's type, at most N workers, S for "fastest"), the draw, the
+    simulator and the figures' words all read the record; nothing else is edited."""
+    import gcc_mpi
+    from gcc_mpi.errors import JobError
+    from gcc_mpi.job.rules import resolved_stragglers
+    from jobfiles import small_job
+
+    text = small_job("own", ["bacc", "gcc"], 6, '[stragglers]\nmodel = "first-late"\nlate = 3\n')
+    job = gcc_mpi.load_job(_write(tmp_path, text))
+    c = job.config
+    assert c.stragglers.late == 3 and resolved_stragglers(c) == 3
+    assert "late = 3" in job.to_toml()
+    res = gcc_mpi.run_simulation(job)
+    for scheme in ("bacc", "gcc"):
+        used = res.points[0].schemes[scheme]["used"]
+        assert not used[:, :3].any() and used[:, 3:].all()  # the 3 late ones never waited for
+    with pytest.raises(JobError, match=r"^stragglers.late: must be an integer >= 0, got -1$"):
+        gcc_mpi.load_job(_write(tmp_path, text.replace("late = 3", "late = -1")))
+    with pytest.raises(JobError, match=r"^stragglers.late: must be <= code.workers = "):
+        gcc_mpi.load_job(_write(tmp_path, text.replace("late = 3", "late = 99")))
+    assert own_model.describe(lambda name: {"late": 3}.get(name)) == "the first 3 workers late"
+
+
+def test_an_unregistered_model_is_unknown_again(own_model, tmp_path):
+    from gcc_mpi.errors import JobError
+    from gcc_mpi.job import stragglers
+    from gcc_mpi.job.parse import parse_job
+
+    assert parse_job('[stragglers]\nmodel = "first-late"\n').config.stragglers.late == 2
+    stragglers.unregister("first-late")
+    with pytest.raises(JobError, match="stragglers.model: must be one of"):
+        parse_job('[stragglers]\nmodel = "first-late"\n')
+    stragglers.register(own_model)
+
+
+def test_a_parameter_two_models_declare_differently_is_refused():
+    from gcc_mpi.job import stragglers
+    from gcc_mpi.job.checks import Setting, number
+
+    other = stragglers.Model("other", None, {"delay": Setting(number(0.0), 1.0)})
+    with pytest.raises(ValueError, match="'delay' is declared already"):
+        stragglers.register(other)
+    assert "other" not in MODELS
+
+
+def _write(folder, text):
+    path = folder / "job.toml"
+    path.write_text(text)
+    return path

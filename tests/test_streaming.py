@@ -9,7 +9,7 @@ import pytest
 import gcc_mpi.reports.quantiles as quantiles
 import gcc_mpi.files.reader as reader
 import gcc_mpi.files.writer as writer
-from gcc_mpi.reports.analyze import SchemeStats, binomial_ppf, summarize, summarize_scheme
+from gcc_mpi.reports.statistics import SchemeStats, binomial_ppf, summarize, summarize_scheme
 from gcc_mpi.files.merge import merge
 from gcc_mpi.files.reader import ResultsFile
 from gcc_mpi.files.writer import ResultWriter

@@ -17,7 +17,8 @@ from mpirun import MPI_NAME, needs_mpiexec, run
 
 from gcc_mpi.cli.main import main
 from gcc_mpi.reports.analyze import main_analyze
-from gcc_mpi.job.config import load_job, parse_job, select_points
+from gcc_mpi.job.parse import load_job, parse_job
+from gcc_mpi.job.config import select_points
 from gcc_mpi.errors import JobError
 from gcc_mpi.files.merge import merge
 from gcc_mpi.files.writer import ResultWriter
@@ -315,7 +316,7 @@ def test_plots_of_a_classifier_sweep(tmp_path):
                    'schemes = ["uncoded", "bacc", "gcc"]\n[sweep]\n"stragglers.count" = [0, 2]\n')
     out = tmp_path / "c.h5"
     assert main(["simulate", str(job), "-o", str(out), "-q"]) == 0
-    from gcc_mpi.reports.analyze import summarize
+    from gcc_mpi.reports.statistics import summarize
     from gcc_mpi.reports.plots import plot_all
 
     res = read_results(out)

@@ -15,7 +15,7 @@ from ..files.outputs import default_output
 def load_job_from(args, defaults=None):
     """The job the arguments name (the default job without a file), with their ``--set``
     overrides: the one way every command loads it."""
-    from ..job.config import load
+    from ..job.default_job import load
 
     return load(args.job, args.overrides, defaults)
 
@@ -101,7 +101,8 @@ def single_process(args):
 
 
 def results_table(path):
-    from ..reports.analyze import format_table, summarize
+    from ..reports.analyze import format_table
+    from ..reports.statistics import summarize
     from ..files.reader import read_results
 
     return format_table(summarize(read_results(path)))

@@ -8,11 +8,13 @@ class implements the ``LinearCode`` interface (docs/own-scheme.md); it is import
 it.
 """
 
+import inspect
 from collections.abc import Mapping
 from importlib import import_module
 
 from ..job import user_code
-from ..job.config import dotted
+from ..job.checks import checked, of_type
+from ..job.keys import dotted
 from ..errors import JobError
 from ..job.registry import BUILT_IN, ENTRY_POINTS, installed_schemes, is_plugin
 from .base import DecodeError, LinearCode, check_code
@@ -46,6 +48,37 @@ def plugin_class(name, base_dir="."):
     return user_code.load(spec, base_dir, "code.schemes", "Class")
 
 
+TYPES = {"bool": bool, "int": int, "float": float, "str": str}  # annotations written as text
+
+
+def plugin_options(cls) -> dict:
+    """{option: Check} of a plug-in's keyword options, read from the class itself: its
+    ``OPTIONS`` ({option: Check}, gcc_mpi.job.checks) where it declares one, else each keyword
+    of its constructor after N and K, checked by its annotation (bool, int, float, str) or, if
+    it has none, by its default's type. Options it does not name are left to the constructor."""
+    declared = dict(getattr(cls, "OPTIONS", None) or {})
+    try:
+        params = list(inspect.signature(cls).parameters.values())[2:]
+    except (TypeError, ValueError):  # no signature to read (a builtin, a C extension)
+        return declared
+    out = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in declared:
+            continue
+        kind = TYPES.get(p.annotation, p.annotation) if p.annotation is not p.empty else None
+        default = None if p.default is p.empty else p.default
+        out[p.name] = of_type(kind, default)
+    return out | declared
+
+
+def checked_options(cls, name, options) -> dict:
+    """``options`` of the plug-in ``name`` checked by its class (``plugin_options``): a bad
+    value is one JobError naming its key, code."<name>".<option>."""
+    checks = plugin_options(cls)
+    return {k: checked(dotted(("code", name, k)), checks[k], v) if k in checks else v
+            for k, v in options.items()}
+
+
 def make_code(name, N, K, *, base_dir=".", **options):
     """The code ``name`` for N workers and K inputs; ``options`` are its [code.<name>] keys.
     A plug-in is imported (a file relative to ``base_dir``, the job file's folder), built and
@@ -58,6 +91,7 @@ def make_code(name, N, K, *, base_dir=".", **options):
     cls = plugin_class(name, base_dir)
     if not callable(cls):
         raise JobError("code.schemes", f'"{name}" is a {type(cls).__name__}, not a class')
+    options = checked_options(cls, name, options)
     try:
         code = cls(N, K, **options)
     except Exception as e:  # the user's constructor: a bad option, or a bug
@@ -69,4 +103,5 @@ def make_code(name, N, K, *, base_dir=".", **options):
     return check_code(code, name, N, K)
 
 
-__all__ = ["CLASSES", "DecodeError", "LinearCode", "check_code", "make_code", "plugin_class"]
+__all__ = ["CLASSES", "DecodeError", "LinearCode", "check_code", "make_code", "plugin_class",
+           "plugin_options"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codes import make_code
-from ..job.config import resolved_lcc_degree, resolved_stragglers
+from ..job.rules import resolved_lcc_degree, resolved_stragglers
 from ..job.datasets import load_dataset
 from .erasures import evaluate_rows
 from ..errors import JobError

@@ -18,7 +18,8 @@ import sys
 import numpy as np
 
 from . import resources
-from ..job.config import resolved_stragglers
+from ..job.rules import resolved_stragglers
+from ..job.stragglers import MODELS
 
 
 def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, local_ranks=None,
@@ -116,8 +117,8 @@ def _short(c, codes):
 
 def _fairness(c, codes, count, total):
     N, K, S = c.code.workers, c.data.batch, resolved_stragglers(c)
-    s_key = "decode.stragglers" if c.decode.stragglers != "auto" else "stragglers.count" \
-        if c.stragglers.model in ("fixed", "adversarial") else "stragglers.p"
+    late_key = MODELS[c.stragglers.model].late_key or "p"
+    s_key = "decode.stragglers" if c.decode.stragglers != "auto" else f"stragglers.{late_key}"
     where = f" at {count} of {total} sweep points (first: N = {N}, K = {K}, S = {S})" \
         if total > 1 else ""
     names = ", ".join(name for name, code in codes.items() if not code.exact)

@@ -30,7 +30,7 @@ import math
 import os
 import shutil
 
-from ..job.config import resolved_stragglers
+from ..job.rules import resolved_stragglers
 from ..errors import JobError
 from ..job.registry import SMOOTHING
 from ..job.records import SCALARS

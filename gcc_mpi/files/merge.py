@@ -28,7 +28,7 @@ import os
 import h5py
 import numpy as np
 
-from ..job.config import parse_job
+from ..job.parse import parse_job
 from ..errors import JobError
 from .outputs import refuse
 from .reader import ResultsFile, open_results

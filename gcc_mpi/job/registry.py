@@ -6,12 +6,20 @@ about schemes by name; they ask here. What a scheme *does* (encode, decode, ``ex
 class's (``gcc_mpi.codes``, imported only by rank 0 and the simulator); this table holds what
 must be known without importing it — a worker parses the job file and never imports a code.
 
+A built-in scheme's options (its ``[code.<name>]`` table: each option's check and default) are
+declared in its row, because a worker resolves the job — every default filled in, for the
+digest it compares with rank 0's — without importing any code; the class's keyword defaults
+equal them (tests/test_codes.py checks). A plug-in's options are read from its class when it is
+built (``gcc_mpi.codes.plugin_options``).
+
 A new built-in scheme is one row of ``BUILT_IN`` and its class (docs/contributing.md); a
 plug-in is named in the job file instead (docs/own-scheme.md).
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .checks import Setting, choice, integer, number, or_words
 
 
 @dataclass(frozen=True)
@@ -21,16 +29,37 @@ class Scheme:
     cls: str         # ... the class
     smoothing: bool  # its decoder fits a kernel smoother: n x n matrices per decode (resources)
     colour: str      # in every figure (matplotlib colour)
+    options: dict = field(default_factory=dict)  # {option: Setting}: its [code.<name>] table
 
+
+LAMBDA = Setting(or_words(number(0.0), "auto", "gcv", "loo"), "auto")
+GCC_OPTIONS = {
+    "kernel": Setting(choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52"),
+    "lengthscale": Setting(or_words(number(0.0, above=True), "auto"), "auto"),  # auto: per fit
+    "lambda_enc": LAMBDA,
+    "lambda_dec": LAMBDA,
+    # where the decoder fits: "beta" the papers' (along the curve parameter), "input" the input
+    # space, "auto" the input space below gcc.DENSE results per input, else the better of both
+    "decoder": Setting(choice("auto", "input", "beta"), "auto"),
+}
 
 BUILT_IN = {s.name: s for s in (
     Scheme("uncoded", "uncoded", "Uncoded", False, "C7"),
     Scheme("replication", "uncoded", "Replication", False, "C5"),
-    Scheme("lcc", "lcc", "LCC", False, "C4"),
+    # "auto": the target's degree (job.rules.resolved_lcc_degree)
+    Scheme("lcc", "lcc", "LCC", False, "C4",
+           {"degree": Setting(or_words(integer(1), "auto"), "auto")}),
     Scheme("bacc", "berrut", "BACC", False, "C0"),
-    Scheme("letcc", "letcc", "LeTCC", True, "C1"),
-    Scheme("gcc", "gcc", "GCC", True, "C2"),
-    Scheme("gcc-manifold", "gcc_manifold", "ManifoldGCC", True, "C3"),
+    Scheme("letcc", "letcc", "LeTCC", True, "C1", {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA}),
+    Scheme("gcc", "gcc", "GCC", True, "C2", GCC_OPTIONS),
+    Scheme("gcc-manifold", "gcc_manifold", "ManifoldGCC", True, "C3", {
+        **GCC_OPTIONS,
+        "neighbors": Setting(integer(1), 8),
+        "ordering": Setting(choice("fiedler", "geodesic", "none"), "geodesic"),
+        "placement": Setting(choice("chebyshev", "arclength"), "arclength"),
+        "laplacian": Setting(number(0.0), 0.0),
+        "pool": Setting(integer(0), 0),  # reference rows drawn once per job (class: pool_rows)
+    }),
 )}
 NAMES = tuple(BUILT_IN)
 SMOOTHING = tuple(s.name for s in BUILT_IN.values() if s.smoothing)

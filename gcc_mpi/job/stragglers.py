@@ -1,12 +1,83 @@
 """Straggler models: each draws one trial's injected delay per worker, in seconds.
 
 The arrival order, and so the received set, follows from the delays; nothing else is random.
-Every model is a function ``(rng, N, params) -> delays`` registered in MODELS, where ``params``
-is the [stragglers] section (attribute access). The "trace" model replays measured delays
-(a :class:`Trace`, loaded once by the caller from ``stragglers.path``, see gcc_mpi.files.traces).
+A model is one ``Model`` record, and everything the project knows of it is there: its draw
+``(rng, N, params) -> delays`` (``params``: the [stragglers] table, attribute access), its
+parameters (the [stragglers] keys it reads: check and default), its S rule (how many results
+the "fastest" decode policy does not wait for, ``decode.stragglers = "auto"``) and its words for
+messages and figures. The job file's [stragglers] table is the union of the models'
+parameters; the checks, the decode policy and the figures read the record. ``register`` adds a
+model (docs/contributing.md). The "trace" model replays measured delays (a :class:`Trace`,
+loaded once by the caller from ``stragglers.path``, see gcc_mpi.files.traces).
 """
 
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import numpy as np
+
+from .checks import BOOL, Setting, integer, number, optional, text
+
+# the parameters several models share (one declaration each)
+COUNT = Setting(integer(0), 0)                       # workers delayed
+DELAY = Setting(number(0.0), 0.1)                    # seconds
+RATE = Setting(number(0.0, above=True), 50.0)        # 1/s
+
+
+def ms(v) -> str:
+    """Seconds as milliseconds for a figure's words ("?" when unknown: a swept parameter)."""
+    return "?" if v is None else f"{1e3 * v:g} ms"
+
+
+def no_late(p, N) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Model:
+    """One straggler model: the ``stragglers.model`` word ``name`` and all that follows from it.
+
+    ``draw(rng, N, p)``: one trial's delays (N,), seconds (None: replays a Trace). ``params``:
+    {name: Setting} of the [stragglers] keys it reads (a name two models share must be the same
+    Setting). ``late(p, N)``: S when ``decode.stragglers = "auto"``, which ``late_key`` sets
+    (None: S = 0) by ``late_rule`` (words, e.g. "round(stragglers.p * code.workers)"; None: S
+    is that key's value), ``late_short`` its short form in figures ("round(pN)"). ``counts``:
+    parameters counting workers (at most code.workers). ``required``: {parameter: why} that
+    must be set. ``words(get)``: the model in a figure's title, ``get(name)`` giving a
+    parameter's value or None where it is swept.
+    """
+
+    name: str
+    draw: Callable | None
+    params: dict = field(default_factory=dict)
+    late: Callable = no_late
+    late_key: str | None = None
+    late_rule: str | None = None
+    late_short: str | None = None
+    counts: tuple = ()
+    required: dict = field(default_factory=dict)
+    words: Callable | None = None
+
+    def describe(self, get) -> str:
+        return self.words(get) if self.words else f"{self.name} delays"
+
+    def waits_for(self, get):
+        """S in a figure's words: its value, its rule, or "S" where it is swept."""
+        if self.late_key is None:
+            return 0
+        if self.late_short is not None:
+            return self.late_short
+        v = get(self.late_key)
+        return "S" if v is None else v
+
+    def explain_late(self, p) -> str:
+        """How S follows from the parameters, for a message about decode.stragglers."""
+        if self.late_rule is not None or self.late_key is None:
+            return self.late_rule or ""
+        return f"stragglers.{self.late_key} = {getattr(p, self.late_key)}"
 
 
 def none(rng, N, p):
@@ -53,6 +124,18 @@ def pareto(rng, N, p):
 def lognormal(rng, N, p):
     """median * exp(sigma Z), Z standard normal."""
     return p.median * np.exp(p.sigma * rng.standard_normal(N))
+
+
+def _mean(get):
+    rate = get("rate")
+    return "?" if rate is None else f"{1e3 / rate:g} ms"
+
+
+def _late_workers(how):
+    def words(get):
+        n = "S" if get("count") is None else get("count")
+        return f"{n} {how} stragglers {ms(get('delay'))} late"
+    return words
 
 
 class Trace:
@@ -106,16 +189,83 @@ class Trace:
         return np.maximum(d - self.baseline[cols], 0.0) if inject else d
 
 
-MODELS = {
-    "none": none,
-    "fixed": fixed,
-    "adversarial": adversarial,
-    "bernoulli": bernoulli,
-    "exponential": exponential,
-    "shifted-exponential": shifted_exponential,
-    "pareto": pareto,
-    "lognormal": lognormal,
-}
+MODELS = {}  # {name: Model}, in the order the [stragglers] table lists their parameters
+
+
+def params() -> dict:
+    """{name: Setting} of every parameter of every model: the [stragglers] table after
+    ``model``, in the order the models declare them."""
+    out = {}
+    for m in MODELS.values():
+        for name, s in m.params.items():
+            out.setdefault(name, s)
+    return out
+
+
+_listeners = []
+
+
+def on_change(listener):
+    """Call ``listener()`` whenever a model is registered or removed (the job schema rebuilds
+    its [stragglers] table)."""
+    _listeners.append(listener)
+
+
+def register(model: Model) -> Model:
+    """Add ``model`` (or replace the one of its name): its ``stragglers.model`` word and its
+    parameters are job-file keys from now on, in this process. A parameter another model
+    declares already must be the same Setting."""
+    taken = {n: s for m in MODELS.values() if m.name != model.name for n, s in m.params.items()}
+    for name, s in model.params.items():
+        if not name.isidentifier() or name == "model":
+            raise ValueError(f"straggler model {model.name!r}: parameter {name!r} is not a "
+                             "plain name other than 'model'")
+        if name in taken and taken[name] != s:
+            raise ValueError(f"straggler model {model.name!r}: parameter {name!r} is declared "
+                             f"already with another check or default")
+    MODELS[model.name] = model
+    for listener in _listeners:
+        listener()
+    return model
+
+
+def unregister(name: str) -> None:
+    """Remove the model ``name`` (a test's, a notebook's)."""
+    MODELS.pop(name, None)
+    for listener in _listeners:
+        listener()
+
+
+for _model in (
+    Model("none", none, words=lambda get: "no stragglers"),
+    Model("fixed", fixed, {"count": COUNT, "delay": DELAY}, late=lambda p, N: p.count,
+          late_key="count", counts=("count",), words=_late_workers("random")),
+    Model("adversarial", adversarial, {"count": COUNT, "delay": DELAY},
+          late=lambda p, N: p.count, late_key="count", counts=("count",),
+          words=_late_workers("adversarial")),
+    Model("bernoulli", bernoulli, {"delay": DELAY, "p": Setting(number(0.0, hi=1.0), 0.1)},
+          late=lambda p, N: math.floor(p.p * N + 0.5),   # round half up
+          late_key="p", late_rule="round(stragglers.p * code.workers)", late_short="round(pN)",
+          words=lambda get: (f"each worker {ms(get('delay'))} late with probability "
+                             f"{'p' if get('p') is None else get('p')}")),
+    Model("exponential", exponential, {"rate": RATE},
+          words=lambda get: f"delays Exp(mean {_mean(get)})"),
+    Model("shifted-exponential", shifted_exponential,
+          {"rate": RATE, "shift": Setting(number(0.0), 0.02)},                      # s
+          words=lambda get: f"delays {ms(get('shift'))} + Exp(mean {_mean(get)})"),
+    Model("pareto", pareto, {"shape": Setting(number(0.0, above=True), 2.0),
+                             "scale": Setting(number(0.0, above=True), 0.01)},     # s
+          words=lambda get: f"Pareto delays (min {ms(get('scale'))}, shape {get('shape')})"),
+    Model("lognormal", lognormal, {"median": Setting(number(0.0, above=True), 0.02),  # s
+                                   "sigma": Setting(number(0.0), 0.5)},
+          words=lambda get: f"lognormal delays (median {ms(get('median'))})"),
+    Model("trace", None, {
+        "path": Setting(optional(text())),     # a probe .h5, .npy or .csv
+        "shuffle": Setting(BOOL, False),       # random trace workers each trial
+        "resample": Setting(BOOL, False),      # allow fewer trace workers than N
+    }, required={"path": " (a probe file, or a .npy or .csv of delays: rounds x workers)"}),
+):
+    MODELS[_model.name] = _model
 
 
 def draw_delays(rng, N, params, trace=None, inject=False):
@@ -123,4 +273,4 @@ def draw_delays(rng, N, params, trace=None, inject=False):
     ``trace`` (``inject``: the delays an MPI run injects, see Trace)."""
     if params.model == "trace":
         return trace.draw(rng, N, params.shuffle, params.resample, inject)
-    return MODELS[params.model](rng, N, params)
+    return MODELS[params.model].draw(rng, N, params)

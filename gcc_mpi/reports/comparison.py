@@ -20,7 +20,7 @@ import math
 import os
 import sys
 
-from ..job.config import key_parts
+from ..job.keys import lookup
 from ..errors import JobError
 from .tables import aligned, format_param
 
@@ -61,16 +61,6 @@ def labels_for(paths, labels=None):
     return names
 
 
-def _value(config, key):
-    """The value of a dotted key in a file's resolved job (parsed TOML), None if absent."""
-    node = config
-    for part in key_parts(key):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def label_rows(results, labels, per_file):
     """The rows of every file (``per_file``: each file's ``analyze.summarize`` rows, in the
     order of ``results``), each with ``file`` (its label) and ``path``, and with ``point``
@@ -84,7 +74,7 @@ def label_rows(results, labels, per_file):
         except tomllib.TOMLDecodeError:
             config = {}
         for r in rows:
-            point = {k: r["point"][k] if k in r["point"] else _value(config, k) for k in swept}
+            point = {k: r["point"][k] if k in r["point"] else lookup(config, k) for k in swept}
             out.append({"file": label, "path": res.path, **r, "point": point})
     return out
 

@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 
 from .. import __version__
-from . import comparison, plots
+from . import canvas, comparison, plots
 from ..errors import JobError
 from .rates import fit_rate_details, format_rates
 
@@ -45,7 +45,7 @@ def build(analysis, rate=None, made=None):
             for label, rows in zip(labels, analysis.per_file))))
     name, made = made or analysis.figures()
     sections.append(("figures", "Figures", "\n".join(
-        figure(plots.svg(fig), f"{kind}: {plots.caption(kind)}", kind) for kind, fig in made)
+        figure(canvas.svg(fig), f"{kind}: {plots.caption(kind)}", kind) for kind, fig in made)
         or paragraph("(no figure applies)")))
     sections.append(("jobs", "The jobs", "\n".join(
         details(f"{label + ': ' if label else ''}{r.path}: the resolved job",

@@ -5,7 +5,7 @@ Every candidate is the job with stragglers.model = "trace" on that file, simulat
 simulator's own functions (``simulate.Block``, ``simulate.scheme_block``) on the same trials:
 per N, one PointSetup holds every scheme and each block of BLOCK trials (inputs and replayed
 delays) is drawn once; each (scheme, wait policy) then decodes that block under its own WaitPolicy
-and adds it to its statistics (``analyze.SchemeStats``: memory does not grow with --trials). So
+and adds it to its statistics (``statistics.SchemeStats``: memory does not grow with --trials). So
 candidates differ only in what they decide, and the comparison is paired. The candidate set is
 small on purpose (a few N from K to the largest, a few S from 0 to N - K, two deadlines at the
 trace's pooled p90 and p99, exact schemes stopping as soon as they can decode), so that the
@@ -66,7 +66,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
     """Every candidate's statistics (list of dicts), simulated on ``trials`` trials, drawn and
     decoded BLOCK trials at a time (every candidate of one N on the same block) so that memory
     does not grow with ``trials``."""
-    from .analyze import SchemeStats
+    from .statistics import SchemeStats
     from ..job.config import replace
     from ..core.simulate import Block, scheme_block
     from ..core.trial import WaitPolicy
@@ -103,7 +103,7 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
 
 
 def _lcc_fits(base, N):
-    from ..job.config import resolved_lcc_degree
+    from ..job.rules import resolved_lcc_degree
 
     try:
         return N >= (base.data.batch - 1) * resolved_lcc_degree(base) + 1
@@ -191,7 +191,7 @@ def best_job(job, base, best, trace_abs, where):
 
 
 def write_job(path, job, header, overwrite):
-    from ..job.config import parse_job
+    from ..job.parse import parse_job
     from ..files.traces import load_trace
 
     refuse(path, "--write", overwrite=overwrite, example="best.toml")
@@ -207,7 +207,7 @@ def plan_figure(outdir, name):
 
 
 def plot_plan(cands, front, best, target, outdir, name):
-    from .plots import figure, save, require_matplotlib
+    from .canvas import figure, require_matplotlib, save
 
     require_matplotlib()
     os.makedirs(outdir, exist_ok=True)
@@ -253,7 +253,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
     if write:
         refuse(write, "--write", overwrite=overwrite, example="best.toml", inputs=inputs)
     if plot:
-        from .plots import require_matplotlib
+        from .canvas import require_matplotlib
 
         require_matplotlib()
         refuse(plan_figure(plot, job.config.job.name), "--plot", overwrite=overwrite,
@@ -293,7 +293,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
 
 def _request(base, trace, max_workers, schemes, trials):
     """(candidate Ns, schemes, trials) of a plan, checked: JobError naming the option."""
-    from ..job.config import check_schemes
+    from ..job.schema import check_schemes
 
     K = base.data.batch
     most = max_workers or trace.workers

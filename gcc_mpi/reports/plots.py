@@ -33,28 +33,17 @@ matplotlib (the ``[plot]`` extra) is imported only here, and only the object-ori
 the Agg canvas is used: no pyplot state, no display needed.
 """
 
-import io
 import json
 import os
-import sys
-import textwrap
-import weakref
 
 import numpy as np
 
-from ..errors import JobError
+from .canvas import FORMATS, figure, require_matplotlib, save
+from .job_words import JobWords
 from .quantiles import Column, percentiles
 from .rates import FLOOR_DB, fit_rate_details
-from ..job.registry import BUILT_IN
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 ROUNDOFF_DB = -200.0
-SIZE, DPI = (7.5, 4.0), 100  # wide enough for the legend right of the axes
-FORMATS = ("png", "svg")
 SHORT = {"stragglers.count": "S", "code.workers": "N", "data.batch": "K"}
 AXIS = {
     "stragglers.count": "stragglers S (stragglers.count)",
@@ -65,182 +54,7 @@ AXIS = {
     "stragglers.delay": "straggler delay [s] (stragglers.delay)",
 }
 STYLES = ["-", "--", ":", "-."]
-SPARE_COLORS = ["C6", "C8", "C9", "tab:olive", "tab:cyan", "navy", "maroon", "darkgreen"]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
-
-
-def require_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise JobError("--plot", 'needs the optional extra: pip install "gcc_mpi[plot]"') from None
-
-
-def figure():
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=SIZE, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-# -- what the job was, in words ----------------------------------------------------------------
-class _Job:
-    """The resolved job of a file (its ``config`` attribute), for titles and file names; with
-    several files (``labels``), the first one's, and how each was run."""
-
-    def __init__(self, results, labels=(), schemes=()):
-        results = results if isinstance(results, (list, tuple)) else [results]
-        self.cfg = _config(results[0])
-        names = {_config(r).get("job", {}).get("name") or
-                 os.path.splitext(os.path.basename(r.path))[0] for r in results}
-        self.name = names.pop() if len(names) == 1 else "comparison"
-        self.sweep = self.cfg.get("sweep", {})
-        self.mpi = results[0].attrs.get("mpi") or ""
-        self.runs = list(zip(labels, (r.attrs.get("mpi") or "" for r in results))) \
-            if len(results) > 1 else []
-        spare = iter(SPARE_COLORS * (1 + len(schemes) // len(SPARE_COLORS)))
-        self.colors = {s: BUILT_IN[s].colour if s in BUILT_IN else next(spare) for s in schemes}
-
-    def get(self, key):
-        """The key's value, or None when it is swept (or missing)."""
-        node = self.cfg
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return node
-
-    def _ms(self, key):
-        v = self.get(key)
-        return "?" if v is None else f"{1e3 * v:g} ms"
-
-    def stragglers(self):
-        model = self.get("stragglers.model")
-        count = self.get("stragglers.count")
-        n = "S" if count is None else count
-        if model in ("fixed", "adversarial"):
-            how = "random" if model == "fixed" else "adversarial"
-            return f"{n} {how} stragglers {self._ms('stragglers.delay')} late"
-        if model == "bernoulli":
-            p = self.get("stragglers.p")
-            return (f"each worker {self._ms('stragglers.delay')} late with probability "
-                    f"{'p' if p is None else p}")
-        rate = self.get("stragglers.rate")
-        mean = "?" if rate is None else f"{1e3 / rate:g} ms"
-        if model == "exponential":
-            return f"delays Exp(mean {mean})"
-        if model == "shifted-exponential":
-            return f"delays {self._ms('stragglers.shift')} + Exp(mean {mean})"
-        if model == "pareto":
-            return (f"Pareto delays (min {self._ms('stragglers.scale')}, "
-                    f"shape {self.get('stragglers.shape')})")
-        if model == "lognormal":
-            return f"lognormal delays (median {self._ms('stragglers.median')})"
-        return "no stragglers" if model == "none" else f"{model} delays"
-
-    def waits_for(self):
-        """S of "the fastest N - S" as text (config.resolved_stragglers, or its rule if swept)."""
-        s = self.get("decode.stragglers")
-        if s is not None and s != "auto":
-            return s
-        model = self.get("stragglers.model")
-        if s is None or model is None:
-            return "S"
-        if model in ("fixed", "adversarial"):
-            return self.get("stragglers.count") if self.get("stragglers.count") is not None else "S"
-        return "round(pN)" if model == "bernoulli" else 0
-
-    def target(self):
-        kind = self.get("target.kind")
-        if kind == "mlp":
-            return "digits MLP" if self.get("target.model") is None else "MLP"
-        if kind == "onnx":
-            return "digits CNN" if self.get("target.path") is None else "ONNX model"
-        if kind == "polynomial":
-            return f"degree-{self.get('target.degree')} polynomial"
-        if kind == "python":
-            return str(self.get("target.function"))
-        return str(kind)
-
-    def data(self):
-        source = self.get("data.source")
-        if source in ("sphere", "swissroll", "torus", "gaussian"):
-            return f"{source} in R^{self.get('data.dim')}"
-        return "digits" if source == "digits" else "user data"
-
-    def context(self, shown=()):
-        """One or two lines: data, f, K, N, stragglers, decoding, trials, how it was run."""
-        parts = [f"{self.data()}, f = {self.target()}"]
-        for key, sym in (("data.batch", "K"), ("code.workers", "N")):
-            if key not in shown and self.get(key) is not None:
-                parts.append(f"{sym} = {self.get(key)}")
-        parts.append(self.stragglers())
-        wait = self.get("decode.wait")
-        if wait == "fastest":
-            parts.append(f"decode from the fastest N - {self.waits_for()}")
-        elif wait == "deadline":
-            parts.append(f"decode at {self._ms('decode.deadline')}")
-        elif wait == "all":
-            parts.append("decode when all arrived")
-        trials = self.get("job.trials")
-        if self.runs:
-            parts.append(f"{trials} trials per point in the first file; "
-                         + "; ".join(f"{label}: {_how(mpi, short=True)}"
-                                     for label, mpi in self.runs))
-        else:
-            parts.append(f"{trials} trials per point, {_how(self.mpi)}")
-        return "\n".join(textwrap.wrap(", ".join(parts), 92))
-
-    def color(self, scheme):
-        """One colour per scheme in every figure (plug-ins: spare colours, in order)."""
-        return self.colors.get(scheme) or (BUILT_IN[scheme].colour if scheme in BUILT_IN else "C8")
-
-
-def _config(results):
-    try:
-        return tomllib.loads(results.config_toml or "")
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
-def _how(mpi, short=False):
-    if mpi == "simulate":
-        return "simulated" if short else "simulated (waits = injected delays)"
-    return "over MPI" if short else "measured over MPI"
-
-
-def save(fig, path):
-    """Write the figure by its file's suffix: an SVG (text as paths, no date and fixed ids,
-    so the same figure gives the same file), or a PNG with a 256-colour palette (a third of
-    the bytes of matplotlib's RGBA file for these line plots, and the same look)."""
-    if os.fspath(path).endswith(".svg"):
-        with open(path, "wb") as out:
-            out.write(svg(fig))
-        return path
-    from PIL import Image  # matplotlib depends on Pillow
-
-    fig.canvas.draw()
-    rgba = Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba())
-    rgba.convert("RGB").quantize(256).save(path, optimize=True)
-    return path
-
-
-_SVG = weakref.WeakKeyDictionary()  # figure -> its SVG: a report and --plot draw it once
-
-
-def svg(fig):
-    """The figure as SVG bytes: text as paths (no font needed to show it), no date and fixed
-    ids, so the same figure gives the same bytes."""
-    if fig not in _SVG:
-        from matplotlib import rc_context
-
-        out = io.BytesIO()
-        with rc_context({"svg.hashsalt": "gcc_mpi"}):
-            fig.savefig(out, format="svg", metadata={"Date": None})
-        _SVG[fig] = out.getvalue()
-    return _SVG[fig]
 
 
 def _title(fig, ax, job, title, shown=()):
@@ -627,7 +441,7 @@ def figures(results, rows, labels=()):
     require_matplotlib()
     results = list(results) if isinstance(results, (list, tuple)) else [results]
     labels = list(labels) or [None] * len(results)
-    job = _Job(results, labels, schemes=list(dict.fromkeys(r["scheme"] for r in rows)))
+    job = JobWords(results, labels, schemes=list(dict.fromkeys(r["scheme"] for r in rows)))
     made = []
     swept = list(dict.fromkeys(k for r in rows for k in r["point"]))
     classifier = any(r["relacc"] is not None for r in rows)

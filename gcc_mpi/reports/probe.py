@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plots import figure, require_matplotlib, save
+from .canvas import figure, require_matplotlib, save
 from .tables import aligned
 from ..files.traces import FORMAT, read_probe
 from ..files.outputs import refuse
