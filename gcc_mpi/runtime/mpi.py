@@ -94,12 +94,17 @@ class FailureNotice:
 
 def before_start():
     """What a rank of a multi-rank launch starts before MPI does (forks, which MPI may not
-    survive): rank 0's witness, and its host's warden if no rank of the host started it."""
+    survive): rank 0's witness, and its host's warden if no rank of the host started it.
+    Hydra's dead-process notice (SIGUSR1) is ignored until MPI is up (``FailureNotice``): a
+    death while MPI starts would otherwise end every rank by the notice's default action, and
+    hide which rank died from the warden that names it (``startwatch``)."""
     from . import warden, witness
 
     if launcher_rank() == 0:
         witness.start()  # names a rank whose death ends the job
     warden.start()  # ends what is left of the job on this host once the job ends here
+    if hasattr(signal, "SIGUSR1"):
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 
 def leave(code, finalize=True):
@@ -163,13 +168,18 @@ def fault_tolerant(MPI):
 
 
 def start():
-    """Initialise MPI (once) and return the ``mpi4py.MPI`` module."""
+    """Initialise MPI (once) and return the ``mpi4py.MPI`` module; this host's warden (if any)
+    is told that this rank is past MPI_Init, where a rank that died or stopped before would
+    have kept it for ever (``startwatch``)."""
     import mpi4py
+
+    from . import warden
 
     # one thread talks to MPI on every rank: no need to pay for MPI_THREAD_MULTIPLE's locks
     mpi4py.rc.thread_level = "single"
     from mpi4py import MPI
 
+    warden.tell("up")
     return MPI
 
 

@@ -178,6 +178,7 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
         handshake(comm, master, built)
     except WorkerLost as e:
         return Ending(1, master, cannot_start=e)
+    witness.started()
     print(f"gcc_mpi: {work.heading}ranks by host and pid: "
           f"{pid_map({0: (os.getpid(), host)} | master.peers)}", file=sys.stderr, flush=True)
     work.started(master)

@@ -37,6 +37,10 @@ import socket
 import sys
 import time
 
+from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
+from . import startwatch
+from .startwatch import StartWatch, end_ranks
+
 _ADDRESS = "\0gcc_mpi-warden-{daemon}"
 LOOK = 0.2           # seconds between looks at the host's ranks once the job ends
 END_GRACE = 30.0     # seconds after the last rank's word before the ranks left are killed
@@ -71,7 +75,8 @@ def start():
             os.dup2(devnull, 1)
             os.closerange(3, listener.fileno())
             os.closerange(listener.fileno() + 1, 1 << 16)
-            watch(listener, daemon, {rank})
+            watch(listener, daemon, {rank}, starting=StartWatch(
+                daemon, expected=launcher_local_size(), size=launcher_size()))
         finally:
             os._exit(0)
     listener.close()
@@ -80,14 +85,14 @@ def start():
 
 def tell(word, tries=1):
     """Tell this host's warden (if any) ``word`` about this rank: ``rank`` (it is one of the
-    host's ranks, at start-up), ``leaving`` (it leaves in order) or ``abort`` (it ends the
-    job), before it does."""
+    host's ranks, at start-up), ``up`` (it is past MPI_Init), ``leaving`` (it leaves in order)
+    or ``abort`` (it ends the job), before it does."""
     for attempt in range(tries):
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.settimeout(1.0)
                 s.connect(_ADDRESS.format(daemon=os.getppid()))
-                s.sendall(f"{word} {os.getpid()}\n".encode())
+                s.sendall(f"{word} {os.getpid()} {launcher_rank()}\n".encode())
             return
         except OSError:  # no warden (yet): nothing to tell
             if attempt + 1 < tries:
@@ -135,6 +140,16 @@ def process_gone(pid):
         return False
 
 
+def said(line):
+    """Print ``line`` on stderr, wait (a bounded while) until the launcher read it, and let
+    stderr go: the launcher waits for the end of the rank's stderr that the warden shares."""
+    from .mpi import drain, quiet_from_here
+
+    print(line, file=sys.stderr, flush=True)
+    drain((sys.stderr,), 2.0)
+    quiet_from_here()
+
+
 def _name(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
@@ -143,40 +158,65 @@ def _name(pid):
         return ""
 
 
-def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE):
+def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
+          starting=None):
     """The warden's loop (see the module): words from the ranks on ``listener``, the host's
     ``ranks`` (pids: the first, then each that says ``rank``; ``daemon``'s other children, such
     as Open MPI's ssh agents, are not the job's ranks) looked at every LOOK s once a rank
-    leaves."""
+    leaves; until then, ``starting`` (a ``startwatch.StartWatch``, if given) watches them start."""
     ranks, conns, buffer = set(ranks), [], {}
-    last_word, aborted, daemon_end = None, None, None
+    last_word, aborted, daemon_end, any_daemon = None, None, None, False
     while True:
         # a look a second until the first word (the ranks run), then every LOOK s
-        ready, _, _ = select.select([listener, *conns], [], [], 1.0 if last_word is None else LOOK)
+        pidfds = starting.fds() if starting is not None else []
+        wait = (startwatch.LOOK if starting is not None else 1.0) if last_word is None else LOOK
+        ready, _, _ = select.select([listener, *conns, *pidfds], [], [], wait)
         for r in ready:
-            if r is listener:
+            if r in pidfds:
+                continue
+            if r is listener:  # and its words at once: a rank may say "rank" and die
                 conn, _ = listener.accept()
+                conn.setblocking(False)
                 conns.append(conn)
                 buffer[conn] = b""
+                ready.append(conn)
                 continue
-            data = r.recv(256)
+            try:
+                data = r.recv(256)
+            except BlockingIOError:
+                continue
             if not data:
                 conns.remove(r)
                 r.close()
                 for line in buffer.pop(r).split(b"\n"):
-                    word, _, pid = line.decode(errors="replace").partition(" ")
-                    if word == "rank" and pid.strip().isdigit():
+                    word, pid, rank = (line.decode(errors="replace").split() + ["", "", ""])[:3]
+                    if word in ("rank", "up") and pid.isdigit():
                         ranks.add(int(pid))
+                        if starting is not None:
+                            starting.note(int(pid), int(rank) if rank.isdigit() else None,
+                                          up=word == "up")
                     elif word in ("leaving", "abort"):
                         last_word = time.monotonic()
                         if word == "abort":
                             aborted = aborted or last_word
             else:
                 buffer[r] += data
+        if starting is not None:
+            verdict = None if last_word is not None else starting.look(
+                [r for r in ready if r in pidfds])
+            if verdict is not None or last_word is not None:
+                ranks.update(starting.living())
+                starting.close()
+                starting = None
+            if verdict not in (None, "started", "launcher"):  # the job cannot start: end it
+                said(verdict)
+                end_ranks(ranks)
+                last_word = aborted = time.monotonic()
+                any_daemon = True
         if process_gone(daemon):
             return
         if last_word is None:
-            if not any(state(pid) for pid in ranks) and not conns:
+            if starting is None and not any(state(pid) for pid in ranks) and not conns:
                 return  # every rank of the host ended without a word (killed by its launcher)
             continue
         now = time.monotonic()
@@ -190,11 +230,10 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE)
             last_word = now  # then look again: they are gone within a look
         if left:
             continue
-        if aborted is None or _name(daemon) not in OPEN_MPI_DAEMONS:
+        if aborted is None or not (any_daemon or _name(daemon) in OPEN_MPI_DAEMONS):
             return
-        if now > aborted + abort_grace:  # Open MPI's daemon outlives the abort: end it
+        if now > aborted + abort_grace:  # the launcher's daemon outlives the abort: end it
             _signal(daemon, signal.SIGTERM if daemon_end is None else signal.SIGKILL)
             daemon_end = daemon_end or now
             if now > daemon_end + abort_grace:
                 return
-

@@ -90,6 +90,13 @@ def done():
         _current.send("done")
 
 
+def started():
+    """Tell the witness (if any) that every worker answered the handshake: a death before,
+    even rank 0's, is said by its host's warden (``startwatch``) or rank 0 itself."""
+    if _current is not None:
+        _current.send("started")
+
+
 def check_in(master_pid, rank):
     """On a worker on rank 0's node: connect to the witness and say who this is. The socket
     is kept open until the process ends (returned; None if there is no witness)."""
@@ -103,17 +110,27 @@ def check_in(master_pid, rank):
 
 
 def _witness(pipe, listener):
+    listener.setblocking(False)
     ranks = {}         # connection -> rank (None until it said)
     first = None       # the ranks whose connections closed at the first wake-up with a close
-    path, quiet, buffer, alive = None, False, b"", True
+    path, quiet, started, buffer, alive = None, False, False, b"", True
     while alive:  # until rank 0 is gone: if it outlives a worker, it reports that itself
-        ready, _, _ = select.select([pipe, listener, *ranks], [], [])
+        select.select([pipe, listener, *ranks], [], [])
+        # everything that happened by this wake-up, at once: the connections still waiting to
+        # be accepted too (a worker under load may check in and die before the witness ran),
+        # each read to its end — or the close of rank 0's pipe, which hydra's kill follows,
+        # would hide the death that came first
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            conn.setblocking(False)
+            ranks[conn] = None
+        ready, _, _ = select.select([pipe, *ranks], [], [], 0)
         closed = []
         for r in ready:
-            if r is listener:
-                conn, _ = listener.accept()
-                ranks[conn] = None
-            elif r is pipe:
+            if r is pipe:
                 data = os.read(pipe, 4096)
                 if not data:
                     closed.append(0)
@@ -126,16 +143,25 @@ def _witness(pipe, listener):
                         path = rest
                     elif word == "done":
                         quiet = True
-            else:
-                data = r.recv(64)
+                    elif word == "started":
+                        started = True
+                continue
+            while True:
+                try:
+                    data = r.recv(64)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    data = b""
                 if data and ranks[r] is None:
                     ranks[r] = int(data.split()[0])
                 elif not data:
                     closed.append(ranks.pop(r))
                     r.close()
+                    break
         if closed and first is None:
             first = sorted(r for r in closed if r is not None)
-    if quiet:
+    if quiet or (first == [0] and not started):  # before the handshake: the warden's
         return
     where = f"{path} keeps" if path else "the results file keeps"
     if first == [0]:
