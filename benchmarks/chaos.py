@@ -33,7 +33,9 @@ trials are in the file), the rest drawn as above.
 Outcomes: *completed* (exit 0 — or 3, the code of the worker that called exit(3), which both
 launchers return —, a complete file, bacc and gcc never failed); *ended with one line* (a
 non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a ``gcc_mpi:``
-line about it, which must name the victim if it says which rank died, the file readable);
+line about it, whose lines must not name another rank than the victim as dead — nor rank 0
+for a worker's death —, the file readable; each run says whether they named the victim:
+"right", "none" or "wrong");
 *hung* (killed by the outer timeout: the failure this benchmark is for); anything else is
 *wrong*. Every file left incomplete is resumed
 (`--resume`, no fault) and compared with an uninterrupted run of the same job: a trial whose
