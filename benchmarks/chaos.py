@@ -35,7 +35,7 @@ launchers return —, a complete file, bacc and gcc never failed); *ended with o
 non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a ``gcc_mpi:``
 line about it, whose lines must not name another rank than the victim as dead — nor rank 0
 for a worker's death —, the file readable; each run says whether they named the victim:
-"right", "none" or "wrong");
+"right", "none" or "wrong" — or "no line" when a death ended the run without one);
 *hung* (killed by the outer timeout: the failure this benchmark is for); anything else is
 *wrong*. Every file left incomplete is resumed
 (`--resume`, no fault) and compared with an uninterrupted run of the same job: a trial whose
@@ -427,7 +427,8 @@ def one_run(i, fault, args, base, folder, reference):
     # a one-line ending of a death: does a line name the rank hit ("right"), only others
     # ("wrong": then the run is wrong), or no rank at all ("none": a death on a host without
     # a witness, which hydra ends at once)?
-    row["naming"] = ("-" if row["outcome"] != "one line" or fault["kind"] not in ("kill", "exit")
+    row["naming"] = ("-" if fault["kind"] not in ("kill", "exit") or code in (None, 0, 3)
+                     else "no line" if row["outcome"] != "one line"
                      else "right" if fault["victim"] in row["named"]
                      else "wrong" if row["named"] else "none")
     if row["naming"] == "wrong":
@@ -556,7 +557,7 @@ def report(rows):
                 f"{sum(r['outcome'] == 'hung' for r in rs):4d} "
                 f"{sum(r['outcome'] == 'wrong' for r in rs):5d} "
                 f"{sum(r['naming'] == 'right' for r in rs):5d}/"
-                f"{sum(r['naming'] != '-' for r in rs):<3d} "
+                f"{sum(r['naming'] not in ('-', 'no line') for r in rs):<3d} "
                 f"{' '.join(f'{s} {failed[s]}' for s in SCHEMES):28s} "
                 f"{sum(resumed)}/{len(resumed)}")
     print(f"\n{'':14s}runs completed one-line hung wrong named trials failed per scheme     "
