@@ -428,7 +428,7 @@ def one_run(i, fault, args, base, folder, reference):
     # ("wrong": then the run is wrong), or no rank at all ("none": a death on a host without
     # a witness, which hydra ends at once)?
     row["naming"] = ("-" if fault["kind"] not in ("kill", "exit") or code in (None, 0, 3)
-                     else "no line" if row["outcome"] != "one line"
+                     else "no line" if not any(x.startswith("gcc_mpi:") for x in lines)
                      else "right" if fault["victim"] in row["named"]
                      else "wrong" if row["named"] else "none")
     if row["naming"] == "wrong":
