@@ -424,9 +424,9 @@ def one_run(i, fault, args, base, folder, reference):
     else:
         row["outcome"] = "wrong"
     row["named"] = named_dead(lines) if fault["kind"] in ("kill", "exit") else set()
-    # a one-line ending of a death: does a line name the rank hit ("right"), only others
-    # ("wrong": then the run is wrong), or no rank at all ("none": a death on a host without
-    # a witness, which hydra ends at once)?
+    # a death that ended the run: no gcc_mpi line ("no line": under plain hydra a death on
+    # another host than rank 0's), or one naming the rank hit ("right"), only others ("wrong":
+    # then the run is wrong) or no rank at all ("none")?
     row["naming"] = ("-" if fault["kind"] not in ("kill", "exit") or code in (None, 0, 3)
                      else "no line" if not any(x.startswith("gcc_mpi:") for x in lines)
                      else "right" if fault["victim"] in row["named"]
