@@ -7,13 +7,13 @@ message names *a* process that ended, often one it killed itself.
 
 So rank 0 forks, before MPI starts, a small witness process in a session of its own (hydra
 kills process groups: the witness outlives them). It listens on an abstract Unix socket named
-after rank 0's pid; every worker on rank 0's node connects at start-up and says its rank, and
-rank 0 keeps a pipe to it. A process's sockets and pipes close when it dies, before hydra even
-notices (hydra reacts to the same close of its own socket), so the first connection to close is
-the rank that died first. Unless rank 0 said ``done`` before (it ends the job itself: normal
-end, a stop, an abort), the witness then prints which rank that was to rank 0's stderr — hydra
-forwards it — and exits. Ranks on other nodes are not watched. Linux only (abstract sockets);
-elsewhere there is no witness.
+after rank 0's pid; every worker on rank 0's node connects at start-up (twice, ``check_in``)
+and says its rank, and rank 0 keeps a pipe to it. A dying process's files close one by one,
+and one of a worker's check-ins closes before its PMI socket, whose close hydra reacts to
+(``check_in``), so the first connection to close is the rank that died first. Unless rank 0
+said ``done`` before (it ends the job itself: normal end, a stop, an abort), the witness then
+prints which rank that was to rank 0's stderr — hydra forwards it — and exits. Ranks on other
+nodes are not watched. Linux only (abstract sockets); elsewhere there is no witness.
 """
 
 import fcntl
