@@ -6,7 +6,8 @@ pmi_cb, auto-cleanup), and a dying process's files are released one by one, in t
 their descriptors — descending on this kernel (6.18, measured: the highest first), ascending
 where the kernel runs its deferred closes first in, first out. A check-in released after the
 PMI socket leaves a gap in which hydra's kill reaches another rank, whose check-in then closes
-first: the witness named rank 10 when rank 8 was killed (benchmarks/chaos.py, seed 23, MPICH).
+first: the likely cause of the witness naming rank 10 for a killed rank 8 (issue 38:
+benchmarks/chaos.py, seed 23, MPICH; not seen again here).
 
 A stand-in worker (a child process) holds a "launcher socket" below or above 2000 other files
 (the MPI library's: many more than a rank has, they widen the gap) and its check-in on their

@@ -107,7 +107,8 @@ def check_in(master_pid, rank):
     process's files are released one by one in the order of their descriptors — descending
     on this machine's kernel (6.18, measured), ascending on others — so a check-in numbered
     between them could close after hydra's kill had ended another rank, whose check-in then
-    came first (the witness named rank 10 when rank 8 was killed; tests/test_witness.py). One
+    came first (the likely cause of the witness naming rank 10 for a killed rank 8, issue 38;
+    tests/test_witness.py). One
     of the two is released before any other file of the worker, whichever the order. Kept
     open until the process ends, by no program it runs (close-on-exec); None if there is no
     witness."""
