@@ -104,14 +104,13 @@ def check_in(master_pid, rank):
     """On a worker on rank 0's node: connect to the witness and say who this is, twice: on the
     lowest descriptor (0, the worker's stdin, which no launcher feeds to a worker) and on
     ``_top()``. Hydra ends every rank of the node once a rank's PMI socket closes, and a dying
-    process's files are released one by one in the order of their descriptors — descending
-    on this machine's kernel (6.18, measured), ascending on others — so a check-in numbered
-    between them could close after hydra's kill had ended another rank, whose check-in then
-    came first (the likely cause of the witness naming rank 10 for a killed rank 8, issue 38;
-    tests/test_witness.py). One
-    of the two is released before any other file of the worker, whichever the order. Kept
-    open until the process ends, by no program it runs (close-on-exec); None if there is no
-    witness."""
+    process's files are released one by one in the order of their descriptors (descending on
+    this machine's kernel, 6.18, measured; ascending where a kernel releases them first in,
+    first out), so a check-in on the other side of the PMI socket could close after hydra's
+    kill had ended another rank, whose check-in then came first: the likely cause of the
+    witness naming rank 10 for a killed rank 8 (issue 38; tests/test_witness.py). One of the
+    two is released before any other file of the worker, whichever the order. Kept open until
+    the process ends, by no program it runs (close-on-exec); None if there is no witness."""
     kept = []
     try:
         for target in (0, _top()):
