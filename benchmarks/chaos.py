@@ -33,7 +33,9 @@ trials are in the file), the rest drawn as above.
 Outcomes: *completed* (exit 0 — or 3, the code of the worker that called exit(3), which both
 launchers return —, a complete file, bacc and gcc never failed); *ended with one line* (a
 non-zero exit within 10 s of the fault — or of the victim's end, for exit — with a ``gcc_mpi:``
-line about it, which must name the victim if it says which rank died, the file readable);
+line about it, whose lines must not name another rank than the victim as dead — nor rank 0
+for a worker's death —, the file readable; each run says whether they named the victim:
+"right", "none" or "wrong" — or "no line" when a death ended the run without one);
 *hung* (killed by the outer timeout: the failure this benchmark is for); anything else is
 *wrong*. Every file left incomplete is resumed
 (`--resume`, no fault) and compared with an uninterrupted run of the same job: a trial whose
@@ -335,14 +337,18 @@ def _setup(results, path):
 
 def named_dead(lines):
     """The ranks gcc_mpi's ``lines`` say died (or ended first): "rank R (worker ...) died",
-    "ranks A, B ended at the same moment", "...; ranks A, B died"."""
+    "ranks A, B ended at the same moment", "...; ranks A, B died", a host's warden's "rank R
+    (pid P) on H died ... while MPI started" and the witness's "rank 0 ended before the job
+    did" (a line that blames rank 0 for a worker's death names the wrong rank too)."""
     found = set()
     for x in lines:
         if not x.startswith("gcc_mpi:"):
             continue
         for m in re.finditer(r"\brank (\d+) \(worker [^)]*\) died|\branks ([\d, ]+?) "
-                             r"(?:ended at the same moment|died)", x):
-            found |= {int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))}
+                             r"(?:ended at the same moment|died)|\brank (0) ended before", x):
+            found |= {int(r) for r in re.findall(r"\d+", next(g for g in m.groups() if g))}
+        if "while MPI started" in x:
+            found |= {int(r) for r in re.findall(r"\brank (\d+) \(pid \d+\)", x)}
     return found
 
 
@@ -418,7 +424,14 @@ def one_run(i, fault, args, base, folder, reference):
     else:
         row["outcome"] = "wrong"
     row["named"] = named_dead(lines) if fault["kind"] in ("kill", "exit") else set()
-    if row["outcome"] == "one line" and row["named"] and fault["victim"] not in row["named"]:
+    # a death that ended the run: no gcc_mpi line ("no line": under plain hydra a death on
+    # another host than rank 0's), or one naming the rank hit ("right"), only others ("wrong":
+    # then the run is wrong) or no rank at all ("none")?
+    row["naming"] = ("-" if fault["kind"] not in ("kill", "exit") or code in (None, 0, 3)
+                     else "no line" if not any(x.startswith("gcc_mpi:") for x in lines)
+                     else "right" if fault["victim"] in row["named"]
+                     else "wrong" if row["named"] else "none")
+    if row["naming"] == "wrong":
         row["outcome"] = "wrong"  # its line names another rank than the one that died
     if left:
         row["outcome"] = "wrong"  # a process outlived the run
@@ -512,7 +525,8 @@ def main():
         after = "-" if row["after"] is None else f"{row['after']:.1f} s"
         print(f"run {i:3d}: {row['kind']:13s} rank {row['victim']:2d} at {row['moment']:8s} "
               f"({row['at']:3d}) pipeline {row['pipeline']} {row['wait']:6s} -> "
-              f"{row['outcome']:9s} exit {row['code']} after fault {after}; failed "
+              f"{row['outcome']:9s} exit {row['code']} after fault {after}; named "
+              f"{row['naming']}; failed "
               f"{row['failed'] or '-'}; resumed equal {row['resumed']}"
               f"{'' if row['resumed'] is None else ', raced trials ' + str(row['raced'])}",
               flush=True)
@@ -541,10 +555,12 @@ def report(rows):
         return (f"{len(rs):4d} {sum(r['outcome'] == 'completed' for r in rs):9d} "
                 f"{sum(r['outcome'] == 'one line' for r in rs):8d} "
                 f"{sum(r['outcome'] == 'hung' for r in rs):4d} "
-                f"{sum(r['outcome'] == 'wrong' for r in rs):5d}  "
+                f"{sum(r['outcome'] == 'wrong' for r in rs):5d} "
+                f"{sum(r['naming'] == 'right' for r in rs):5d}/"
+                f"{sum(r['naming'] not in ('-', 'no line') for r in rs):<3d} "
                 f"{' '.join(f'{s} {failed[s]}' for s in SCHEMES):28s} "
                 f"{sum(resumed)}/{len(resumed)}")
-    print(f"\n{'':14s}runs completed one-line hung wrong  trials failed per scheme     "
+    print(f"\n{'':14s}runs completed one-line hung wrong named trials failed per scheme     "
           "resumed = uninterrupted")
     print(f"{'all':14s}{tally(rows)}")
     for kind in KINDS:
