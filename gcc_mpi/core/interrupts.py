@@ -23,6 +23,8 @@ from contextlib import contextmanager
 
 TIME_LIMIT_CODE = 124
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SIGALRM = signal.SIGALRM
+PROMPT = 2.0  # seconds a stop may wait unsaid; a longer wait is said at start-up (wait_line)
 
 
 class Interrupted(BaseException):
@@ -42,6 +44,25 @@ def kept_line(why, done, total, path):
             "false): the same command with --resume continues")
 
 
+def wait_line(seconds, over_mpi, inputs=1):
+    """The start-up line saying how long a stop may wait, when f took longer than PROMPT
+    seconds on one input at the job's check (``seconds``; None: nothing to say). Rank 0's work
+    and the simulator's are dropped at once, f with them unless it is inside compiled code
+    (numpy, a model) then; over MPI a worker's f stops at once on the worker's own signal
+    (hydra and SLURM signal every rank), but a stop that only rank 0 sees (SIGTERM to it alone,
+    job.time_limit) waits for the calls of f under way; the simulator calls f on up to
+    ``inputs`` inputs at once."""
+    if seconds is None or seconds <= PROMPT:
+        return None
+    if over_mpi:
+        where = "on the workers when only rank 0 is stopped (SIGTERM to it alone, job.time_limit)"
+    else:
+        where = f"inside compiled code (up to {inputs} inputs a call)"
+    return (f"gcc_mpi: f took {seconds:.1f} s on one input: a stop (SIGTERM, SIGINT, "
+            f"job.time_limit) drops the trial under way at once, but may wait about that long "
+            f"per input for a call of f under way {where}")
+
+
 class InterruptFlag:
     """Notes SIGTERM/SIGINT (installed by ``with``) and the job's deadline.
 
@@ -51,16 +72,19 @@ class InterruptFlag:
 
     def __init__(self, time_limit=None):
         self.start = time.monotonic()
+        self._old = {}  # the handlers ``with`` replaced (and SIGALRM's, once set)
         self.set_limit(time_limit)
         self.signum = None
         self.since = None
-        self._old = {}
         self._abandon = False  # inside ``abandoning``: a stop raises at once
 
     def set_limit(self, time_limit):
         """Stop ``time_limit`` seconds after this flag was made (None: never)."""
         self.time_limit = time_limit
         self.deadline = None if time_limit is None else self.start + time_limit
+        if SIGALRM in self._old:  # its alarm was set (``abandoning``): now for this deadline
+            signal.setitimer(signal.ITIMER_REAL, 0 if self.deadline is None else
+                             max(self.deadline - time.monotonic(), 0.0) + 1e-3)
 
     # -- handlers --------------------------------------------------------------------------
     def __enter__(self):
@@ -70,6 +94,8 @@ class InterruptFlag:
         return self
 
     def __exit__(self, *exc):
+        if SIGALRM in self._old:  # the deadline's alarm (``abandoning``)
+            signal.setitimer(signal.ITIMER_REAL, 0)
         for s, old in self._old.items():
             signal.signal(s, old)
         self._old.clear()
@@ -93,15 +119,16 @@ class InterruptFlag:
         """Work inside is dropped whole on a stop: a signal, or the deadline passing, raises
         Interrupted at once (at the next Python instruction: a numpy call under way finishes)
         instead of at the next ``check()``. Only where the handlers are installed (``with``, in
-        the main thread); elsewhere the work runs to its end, as outside."""
+        the main thread); elsewhere the work runs to its end, as outside. Cheap (the MPI master
+        enters it three times a round): the deadline's alarm is set once, at the first entry,
+        and does nothing outside."""
         if not self._old:
             yield
             return
         self.check()
-        alarm = self.deadline is not None
-        if alarm:
-            previous = signal.signal(signal.SIGALRM, self._alarm)
+        if self.deadline is not None and SIGALRM not in self._old:
             # a little past the deadline: check() compares time.monotonic() with it
+            self._old[SIGALRM] = signal.signal(SIGALRM, self._alarm)
             signal.setitimer(signal.ITIMER_REAL,
                              max(self.deadline - time.monotonic(), 0.0) + 1e-3)
         self._abandon = True
@@ -109,9 +136,6 @@ class InterruptFlag:
             yield
         finally:
             self._abandon = False
-            if alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, previous)
 
     def note(self, signum):
         """Signal ``signum`` came (here, or to another rank of the job); True when it is the
