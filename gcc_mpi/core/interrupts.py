@@ -5,9 +5,11 @@ The signal handlers only take note; the trial loops call ``check()``, which rais
 ``Interrupted`` at a point where the state is clean (between trials in the simulator; in the MPI
 master also while it waits for results, so a round with long delays is abandoned at once). Work
 whose result is dropped whole on a stop runs inside ``abandoning()``, where the handler (and, for
-the deadline, an alarm) raises ``Interrupted`` at once: the simulator's block of trials, so a
-trial that takes minutes (K = 2000, N = 3000: 40 s) does not hold a stop up for the rest of it
-(24 s measured before), only for the numpy call under way.
+the deadline, an alarm) raises ``Interrupted`` at once: the simulator's set-up and block of
+trials, the MPI master's reference f(X), encodes and decodes, a worker's call of f (on its own
+signal), so a trial that takes minutes (K = 2000, N = 3000: 40 s) does not hold a stop up for
+the rest of it (24 s measured before), only for the numpy call under way. What a stop may still
+wait for, f's calls under way, is said at start-up when f is slow (``wait_line``).
 Whoever catches ``Interrupted`` keeps every finished trial, closes the file with ``complete =
 false`` and exits with ``Interrupted.code``; ``--resume`` continues from there. A second Ctrl-C
 raises KeyboardInterrupt immediately (the hard way out).
