@@ -21,7 +21,7 @@ timeout(1)).
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import nullcontext
 
 TIME_LIMIT_CODE = 124
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -79,6 +79,7 @@ class InterruptFlag:
         self.signum = None
         self.since = None
         self._abandon = False  # inside ``abandoning``: a stop raises at once
+        self._abandoning = _Abandoning(self)
 
     def set_limit(self, time_limit):
         """Stop ``time_limit`` seconds after this flag was made (None: never)."""
@@ -116,17 +117,16 @@ class InterruptFlag:
             self._abandon = False  # once: the unwinding's own code is not interrupted again
             self.check()
 
-    @contextmanager
     def abandoning(self):
         """Work inside is dropped whole on a stop: a signal, or the deadline passing, raises
         Interrupted at once (at the next Python instruction: a numpy call under way finishes)
         instead of at the next ``check()``. Only where the handlers are installed (``with``, in
         the main thread); elsewhere the work runs to its end, as outside. Cheap (the MPI master
-        enters it three times a round): the deadline's alarm is set once, at the first entry,
-        and does nothing outside."""
-        if not self._old:
-            yield
-            return
+        enters it three times a round): no generator, and the deadline's alarm is set once, at
+        the first entry, and does nothing outside. Not nested."""
+        return self._abandoning if self._old else nullcontext()
+
+    def _enter_abandoning(self):
         self.check()
         if self.deadline is not None and SIGALRM not in self._old:
             # a little past the deadline: check() compares time.monotonic() with it
@@ -134,10 +134,6 @@ class InterruptFlag:
             signal.setitimer(signal.ITIMER_REAL,
                              max(self.deadline - time.monotonic(), 0.0) + 1e-3)
         self._abandon = True
-        try:
-            yield
-        finally:
-            self._abandon = False
 
     def note(self, signum):
         """Signal ``signum`` came (here, or to another rank of the job); True when it is the
@@ -161,3 +157,20 @@ class InterruptFlag:
             raise Interrupted(f"stopped by {name}", 128 + self.signum)
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise Interrupted(f"stopped at job.time_limit = {self.time_limit:g} s", TIME_LIMIT_CODE)
+
+
+class _Abandoning:
+    """``InterruptFlag.abandoning``'s context, one per flag (a class: a generator's context
+    costs several times as much to enter)."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def __enter__(self):
+        self.flag._enter_abandoning()
+
+    def __exit__(self, *exc):
+        self.flag._abandon = False
+        return False
