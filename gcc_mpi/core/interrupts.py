@@ -51,13 +51,14 @@ def wait_line(seconds, over_mpi, inputs=1):
     seconds on one input at the job's check (``seconds``; None: nothing to say). Rank 0's work
     and the simulator's are dropped at once, f with them unless it is inside compiled code
     (numpy, a model) then; over MPI a worker's f stops at once on the worker's own signal
-    (hydra and SLURM signal every rank), but a stop that only rank 0 sees (SIGTERM to it alone,
-    job.time_limit) waits for the calls of f under way; the simulator calls f on up to
-    ``inputs`` inputs at once."""
+    (hydra and SLURM signal every rank; rank 0 passes a stop it alone saw, SIGTERM to it or
+    job.time_limit, on to the workers of its node), but a worker on another node finishes a
+    call of f under way; the simulator calls f on up to ``inputs`` inputs at once."""
     if seconds is None or seconds <= PROMPT:
         return None
     if over_mpi:
-        where = "on the workers when only rank 0 is stopped (SIGTERM to it alone, job.time_limit)"
+        where = ("on a worker of another node than rank 0's when only rank 0 is stopped "
+                 "(SIGTERM to it alone, job.time_limit)")
     else:
         where = f"inside compiled code (up to {inputs} inputs a call)"
     return (f"gcc_mpi: f took {seconds:.1f} s on one input: a stop (SIGTERM, SIGINT, "

@@ -26,6 +26,7 @@ rounds (``ending``).
 """
 
 import contextlib
+import signal
 import time
 
 import numpy as np
@@ -125,11 +126,9 @@ class Master:
             self.stop.check()
 
     def abandoning(self):
-        """Around rank 0's own work for a trial (its reference f(X), an encode, a decode),
-        which a stop drops whole: a signal or the time limit raises Interrupted at once
-        (``InterruptFlag.abandoning``) instead of after seconds of a big trial's numpy; the
-        rounds in flight are then abandoned as after any interruption. Never while the rounds
-        are drained after one (``limit``), nor without a flag (a benchmark's block)."""
+        """Around rank 0's own work for a trial (reference f(X), encode, decode): a stop
+        drops it at once (``InterruptFlag.abandoning``), not after a big trial's seconds of
+        numpy. Not while draining after a stop (``limit``), nor without a flag (benchmarks)."""
         if self.stop is None or self.limit is not None:
             return contextlib.nullcontext()
         return self.stop.abandoning()
@@ -381,6 +380,10 @@ class Master:
                 if r.decided is None:
                     r.t_stop = r.t_stop or time.perf_counter()
                     self.decide(r, decode=False)
+            busy = {w + 1 for r in self.rounds.values() for w in r.pending}
+            if busy and self.stop is not None:  # the workers inside f: ``Hung.pass_on``
+                self.stop.note(signal.SIGTERM)  # (so that their NOTICEs say nothing new)
+                self.hung.pass_on(busy, signal.SIGTERM)
             while self.rounds:
                 self.advance()
         except WorkerLost:
