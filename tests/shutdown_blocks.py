@@ -13,6 +13,7 @@ that misses a BYE ends the job with MPI_Abort after GRACE seconds instead of han
     mpiexec -n 4 python tests/shutdown_blocks.py
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -59,7 +60,9 @@ def master_block(comm, master, setup, block, listen):
 def worker_block(comm, targets, block):
     notices = None
     if not BLOCKS[block]:  # a signal noted (not a real one): its NOTICE goes before the BYE
-        stop = SimpleNamespace(signum=signal.SIGTERM, since=time.monotonic())
+        # and f still runs (abandoning: none), for this master acts on no signal
+        stop = SimpleNamespace(signum=signal.SIGTERM, since=time.monotonic(),
+                               abandoning=contextlib.nullcontext)
         notices = NoticeSender(comm, stop)
     Worker(comm, MPI, Waiter(MPI, "polite", hi=SLEEP_IDLE), targets, notices=notices).serve()
 

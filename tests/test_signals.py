@@ -138,9 +138,171 @@ def test_a_stop_inside_a_long_trial_of_simulate_ends_it_at_once(tmp_path, how, c
     assert_stopped_file(tmp_path / "cut.h5", 200)
 
 
-# f on rank 3 never returns in time (60 s): a stop cannot drain its round
+# f that signals its own process on its first call (the job's check of f on one input) and then
+# takes 10 minutes: a stop while a job is set up (a big job's codes take minutes to build)
+SETUP_F = '''
+import os
+import signal
+import time
+
+import numpy as np
+
+
+def f(X):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(600)
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+
+
+def test_a_stop_while_simulate_sets_the_job_up_ends_it_at_once(tmp_path):
+    """Before, the stop waited for the set-up to end (2 minutes of building a K = 2000,
+    N = 3000 job's codes under load): now one line, nothing written, 143."""
+    write(tmp_path, slow_py=SETUP_F, slow_toml=SLOW)
+    code, _, err = Launch(["simulate", "slow.toml", "-o", "cut.h5", "-q"], tmp_path).wait()
+    assert code == 143, err
+    assert "gcc_mpi: stopped by SIGTERM before the first trial; cut.h5 was not written" in err
+    assert not (tmp_path / "cut.h5").exists()
+
+
+# over MPI, f that takes 10 minutes once the test has written "go": on rank 0 in its reference
+# f(X) of a trial (K = 3 inputs at once; a worker's call has one), or on every worker ("w")
+LONG_MPI_F = '''
+import os
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+ON = os.environ["LONG_ON"]
+
+
+def f(X):
+    mine = (RANK == "0" and len(X) == 3) if ON == "0" else (RANK != "0" and len(X) == 1)
+    if mine and os.path.exists(os.path.join(HERE, "go")):
+        with open(os.path.join(HERE, "inside.log"), "a") as log:
+            log.write(f"rank {RANK} inside f\\n")
+        time.sleep(600)
+        open(os.path.join(HERE, "finished"), "w").close()
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+LONG_MPI = SLOW.replace('"slow.py:f"', '"long.py:f"').replace("trials = 40", "trials = 100000")
+
+
+def start_long_run(tmp_path, on, extra=()):
+    """The job of LONG_MPI_F on 5 ranks, once 2 trials are in its file and f has been told to
+    take 10 minutes (on rank 0, or on the workers): the launch."""
+    write(tmp_path, long_py=LONG_MPI_F, long_toml=LONG_MPI)
+    job = Launch(["run", "long.toml", "-o", "cut.h5", "-q", *extra], tmp_path, ranks=5,
+                 env={"LONG_ON": on})
+    job.wait_for(lambda: trials_in(tmp_path / "cut.h5") >= 2, "2 trials in the file")
+    (tmp_path / "go").touch()
+    return job
+
+
+def assert_long_stop(tmp_path, job, code, how):
+    """The run ended with ``code`` and the stop's line, in order (no MPI_Abort), f never
+    returned from its sleep, and the file keeps its trials; the error output."""
+    code_seen, _, err = job.wait()
+    assert code_seen == code, err
+    assert re.search(STOPPED.format(how=how, trials=100000, out="cut.h5"), err), err
+    assert "MPI_Abort" not in err, err
+    assert not (tmp_path / "finished").exists()
+    assert not read_results(tmp_path / "cut.h5").complete
+    assert trials_in(tmp_path / "cut.h5") >= 2
+    return err
+
+
+@needs_mpiexec
+def test_a_stop_inside_rank_0s_long_trial_ends_it_at_once(tmp_path):
+    """SIGTERM to rank 0 while its reference f(X) of a trial takes 10 minutes (a big trial's
+    encode, decode or reference: seconds to minutes): dropped at once, as in ``simulate``
+    (before, the stop waited for it: 19.6 s of a 20 s call), the rounds in flight drained."""
+    job = start_long_run(tmp_path, "0")
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: lines(tmp_path / "inside.log") >= 1, "rank 0 inside f")
+    os.kill(rank0, signal.SIGTERM)
+    err = assert_long_stop(tmp_path, job, 143, "by SIGTERM")
+    assert "has not answered" not in err, err  # the workers were idle, not hung
+
+
+@needs_mpiexec
+def test_the_time_limit_inside_rank_0s_long_trial_ends_it_at_once(tmp_path):
+    """job.time_limit comes (by an alarm) while rank 0's reference f(X) takes 10 minutes; if
+    the start was so slow that the limit came first, the run stops all the same."""
+    job = start_long_run(tmp_path, "0", ["--set", "job.time_limit=20"])
+    assert_long_stop(tmp_path, job, 124, "at job.time_limit = 20 s")
+
+
+@needs_mpiexec
+def test_a_stop_of_rank_0_alone_while_the_workers_are_inside_a_long_f_ends_it_at_once(tmp_path):
+    """SIGTERM to rank 0 alone while every worker's f takes 10 minutes: rank 0 passes it on
+    to the workers of its node, which drop their calls; before, rank 0 took them for hung and
+    ended the job with MPI_Abort (8.3 s)."""
+    job = start_long_run(tmp_path, "w")
+    rank0 = rank0_pid(job)
+    job.wait_for(lambda: lines(tmp_path / "inside.log") >= 1, "a worker inside f")
+    os.kill(rank0, signal.SIGTERM)
+    assert_long_stop(tmp_path, job, 143, "by SIGTERM")
+
+
+@needs_mpiexec
+@hydra_only
+def test_a_stop_while_the_workers_are_inside_a_long_f_ends_it_at_once(tmp_path):
+    """SIGTERM to mpiexec (hydra forwards it to every rank) while every worker's f takes 10
+    minutes: each worker drops its call and says so, rank 0 stops as for its own signal;
+    before, rank 0 took the workers for hung and ended the job with MPI_Abort (8.5 s)."""
+    job = start_long_run(tmp_path, "w")
+    job.wait_for(lambda: lines(tmp_path / "inside.log") >= 1, "a worker inside f")
+    job.signal(signal.SIGTERM)
+    assert_long_stop(tmp_path, job, 143, "by SIGTERM")
+
+
+# f whose first call in each process (rank 0's: the job's check of f on one input) takes 2.5 s
+FIRST_SLOW_F = '''
+import time
+
+import numpy as np
+
+calls = 0
+
+
+def f(X):
+    global calls
+    calls += 1
+    if calls == 1:
+        time.sleep(2.5)
+    return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
+'''
+WAIT_LINE = (r"gcc_mpi: f took \d+\.\d s on one input: a stop \(SIGTERM, SIGINT, job.time_limit\) "
+             r"drops the trial under way at once, but may wait about that long per input for a "
+             r"call of f under way {where}\n")
+
+
+@pytest.mark.parametrize("engine", ["simulate", pytest.param("mpi", marks=needs_mpiexec)])
+def test_the_start_up_line_says_how_long_a_stop_may_wait_when_f_is_slow(tmp_path, engine):
+    """f took more than 2 s on one input at the job's check: a stop may wait for a call of f
+    that has started (over MPI, on a worker that the stop does not reach at once), and the
+    start-up says how long; a fast f (the other tests' jobs) says nothing."""
+    write(tmp_path, slow_py=FIRST_SLOW_F, slow_toml=SLOW)
+    args = [engine if engine == "simulate" else "run", "slow.toml", "-o", "out.h5", "-q",
+            "--set", "job.trials=2"]
+    code, _, err = Launch(args, tmp_path, ranks=5 if engine == "mpi" else None).wait()
+    assert code == 0, err
+    where = (r"on a worker of another node than rank 0's when only rank 0 is stopped "
+             r"\(SIGTERM to it alone, job.time_limit\)" if engine == "mpi" else
+             r"inside compiled code \(up to \d+ inputs a call\)")
+    assert re.search(WAIT_LINE.format(where=where), err), err
+    if engine == "mpi":  # after the ranks' line
+        assert err.index("ranks by host and pid") < err.index("f took"), err
+
+
+# f on rank 3 never returns in time (60 s), deaf to SIGTERM and SIGINT as compiled code is (a
+# model's call): a stop cannot drain its round
 STUCK_F = '''
 import os
+import signal
 import time
 
 import numpy as np
@@ -153,6 +315,7 @@ def f(X):
     if (os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")) == "3":
         with open(LOG, "a") as log:
             log.write("rank 3 in f\\n")
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         time.sleep(60)
     return np.column_stack([np.sin(X).sum(1), (X ** 2).sum(1)])
 '''

@@ -218,6 +218,16 @@ class JobRun:
             preflight.report(self.job, warnings)
         return self.prepared
 
+    def wait_line(self, over_mpi):
+        """The start-up line saying how long a stop may wait (``interrupts.wait_line``), from
+        the slowest f of the prepared points; None when a stop waits PROMPT seconds at most."""
+        from .interrupts import wait_line
+
+        seconds = [s.target.call_seconds for _, s in self.prepared
+                   if s.target.call_seconds is not None]
+        inputs = max(p.config.code.workers for p, _ in self.prepared)
+        return wait_line(max(seconds, default=None), over_mpi, inputs)
+
     def open(self, mpi):
         """Open the results file (``mpi``: what it records as the MPI library)."""
         from ..files.writer import ResultWriter
@@ -239,10 +249,11 @@ class JobRun:
         and run by the simulator."""
         from .simulate import Simulator, master_scale_line
 
-        prepared = self.prepare()
-        line = master_scale_line(prepared)
-        if line:
-            print(line, file=sys.stderr)
+        with self.interrupts.abandoning():  # a big job's codes take minutes to build
+            prepared = self.prepare()
+        for line in (master_scale_line(prepared), self.wait_line(over_mpi=False)):
+            if line:
+                print(line, file=sys.stderr)
         self.open("simulate")
         self.run(Simulator(self.interrupts))
 
@@ -285,5 +296,10 @@ class JobRun:
         worker): the line saying which trials the file keeps; ``why``'s exit code."""
         from .interrupts import kept_line
 
-        print(kept_line(why, self.done, self.total, self.output), file=sys.stderr, flush=True)
+        if self.writer is None:  # stopped while the job was set up (``simulate``)
+            print(f"gcc_mpi: {why} before the first trial; {self.output} was not written",
+                  file=sys.stderr, flush=True)
+        else:
+            print(kept_line(why, self.done, self.total, self.output), file=sys.stderr,
+                  flush=True)
         return why.code

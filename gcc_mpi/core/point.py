@@ -7,6 +7,7 @@ checked, before any output is written; a trial's inputs and delays are then draw
 seed (``PointSetup.draw``).
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +48,9 @@ def load_data_and_f(config, base_dir="."):
                                      f"only {dataset.n_rows} {rows}")
     target = target_for(config, dataset.dim, base_dir)
     check_layout(target, dataset)   # images stored in another layout than the model takes
+    t0 = time.perf_counter()
     try_one_row(target, dataset.sample(np.random.default_rng(0), 1))
+    target.call_seconds = time.perf_counter() - t0  # what a stop may wait for (interrupts)
     return dataset, target
 
 

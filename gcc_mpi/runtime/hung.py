@@ -275,6 +275,20 @@ class Hung:
         self.signal(deaths, left, signal.SIGKILL)
         return left
 
+    def pass_on(self, ranks, signum):
+        """A stop that reached rank 0 alone (SIGTERM to it, job.time_limit) to the workers of
+        its node still busy with a round (``ranks``): one inside a long f drops it
+        (``Worker.evaluate``) instead of holding the drain up for the rest of the call or
+        being taken for hung. A worker on another node finishes its call (its node mates may
+        be inside f too: no CTRL SIGNAL through them)."""
+        for rank in sorted(ranks):
+            pid, host = self.peers.get(rank, (None, None))
+            if pid and host == self.host:
+                try:
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
+
     def signal(self, deaths, ranks, signum):
         """Send ``signum`` to the processes of ``ranks``: rank 0 to those of its node, a live
         worker of their node (CTRL SIGNAL) to the others."""

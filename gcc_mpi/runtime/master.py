@@ -26,11 +26,13 @@ rounds (``ending``).
 """
 
 import contextlib
+import signal
 import time
 
 import numpy as np
 
 from ..core.erasures import HUNG, LOST, summary
+from ..core.interrupts import Interrupted
 from ..core.resources import MASTER_BLOCK
 from ..job.records import latency
 from . import protocol as P
@@ -102,6 +104,7 @@ class Master:
         self.notices = Notices(comm, MPI, stop, self.deaths)  # heard while ``listen``ing
         self.orphans = []       # requests to dead ranks that could not be completed
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
+        self.unasked = []       # (rank, seq) of tasks cancelled without a STOP (``signalled``)
         self.slots = None       # the current point's buffers and persistent requests
         self.rounds = {}        # slot -> Round in flight
         self.unstarted = None   # the record of the last start that started no round
@@ -121,6 +124,14 @@ class Master:
         self.deaths.check()
         if self.stop is not None:
             self.stop.check()
+
+    def abandoning(self):
+        """Around rank 0's own work for a trial (reference f(X), encode, decode): a stop
+        drops it at once (``InterruptFlag.abandoning``), not after a big trial's seconds of
+        numpy. Not while draining after a stop (``limit``), nor without a flag (benchmarks)."""
+        if self.stop is None or self.limit is not None:
+            return contextlib.nullcontext()
+        return self.stop.abandoning()
 
     def listen(self):
         """Listen to the workers' NOTICEs on every turn of every wait (``notices``)."""
@@ -174,7 +185,8 @@ class Master:
                 self.losses.bury(e)
             X, delays = setup.draw(p, t, inject=True)
             t0 = time.perf_counter()
-            Y_true, why = setup.reference(X)
+            with self.abandoning():
+                Y_true, why = setup.reference(X)
             self.hung.timed(time.perf_counter() - t0)  # bounds a round nobody answers (hung)
             whole.expect(t)
             for name in names:
@@ -206,7 +218,8 @@ class Master:
         from ..core.trial import encode_record
 
         code = setup.codes[name]
-        rec, X_coded = encode_record(code, X, delays)
+        with self.abandoning():
+            rec, X_coded = encode_record(code, X, delays)
         if X_coded is None:
             self.unstarted = rec
             return None
@@ -261,6 +274,8 @@ class Master:
             for i in done:  # in the order MPI reports them, as the simulator's arrival order
                 slot, w = divmod(i, n)
                 self.take(rounds[slot], w, now)
+        if self.unasked:
+            self.signalled()
         self.losses.look(now)
         retired = []
         for r in sorted(self.rounds.values(), key=lambda r: r.seq):
@@ -290,12 +305,24 @@ class Master:
             r.erased += 1
             return
         if status != P.DONE:
-            raise P.ProtocolError(f"rank {w + 1} cancelled round {r.seq} without a STOP")
+            if self.stop is None:
+                raise P.ProtocolError(f"rank {w + 1} cancelled round {r.seq} without a STOP")
+            self.unasked.append((w + 1, r.seq))  # stopped inside f by its signal: ``signalled``
+            return
         r.mask[w] = True
         r.got.append(w)
         r.rec["arrival"][w] = now - r.t_start
         if r.policy.done(r.mask, len(r.got)):
             r.t_stop = now
+
+    def signalled(self):
+        """Workers cancelled tasks of rounds not decided: they got SIGTERM or SIGINT inside f
+        (``Notices.signalled``), so the job stops as for rank 0's own (Interrupted)."""
+        if not self.notices.signalled(time.perf_counter() + GRACE):
+            rank, seq = self.unasked[0]
+            raise P.ProtocolError(f"rank {rank} cancelled round {seq} without a STOP")
+        self.unasked.clear()
+        self.stop.check()
 
     def late(self, r, w, status):
         """A reply that came once round r was decided: counted, never used."""
@@ -323,8 +350,14 @@ class Master:
         r.drain = t1 - t0
         if decode:
             rec, received = r.rec, np.array(r.got, dtype=np.int64)
-            rec.update(decode_and_score(r.code, received, self.slots.outputs(r.slot, received),
-                                        r.Y_true, self.classifier, rec))
+            try:
+                with self.abandoning():
+                    rec.update(decode_and_score(r.code, received,
+                                                self.slots.outputs(r.slot, received),
+                                                r.Y_true, self.classifier, rec))
+            except Interrupted:  # its STOPs are out: ``abandon`` only drains it
+                r.decided = time.perf_counter()
+                raise
             rec["used"][received] = True
             rec["error_text"] = summary(rec["error"], r.texts)
             rec["t_scatter"] = r.t_sent - r.t_start
@@ -347,6 +380,10 @@ class Master:
                 if r.decided is None:
                     r.t_stop = r.t_stop or time.perf_counter()
                     self.decide(r, decode=False)
+            busy = {w + 1 for r in self.rounds.values() for w in r.pending}
+            if busy and self.stop is not None:  # the workers inside f: ``Hung.pass_on``
+                self.stop.note(signal.SIGTERM)  # (so that their NOTICEs say nothing new)
+                self.hung.pass_on(busy, signal.SIGTERM)
             while self.rounds:
                 self.advance()
         except WorkerLost:

@@ -101,6 +101,19 @@ class Notices:
                 backoff.sleep()
         return True
 
+    def signalled(self, until):
+        """Whether the stop flag is set (a signal here, or a worker's SIGNALLED NOTICE) by
+        the time time.perf_counter() passes ``until``: a worker that cancelled a task unasked
+        got its signal inside f (``Worker.evaluate``) and sent its NOTICE just before."""
+        backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
+        while not self.stop.requested:
+            if self.poll():
+                continue
+            if time.perf_counter() > until:
+                return False
+            backoff.sleep()
+        return True
+
     def close(self):
         """Stop listening: every receive cancelled and freed."""
         requests, self.requests = self.requests or [], None

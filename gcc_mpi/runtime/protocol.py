@@ -30,9 +30,10 @@ master -> worker, tag CTRL, ``[kind, seq, trial, point, delay, sent, d, m] + x``
     One tag for all five, so MPI's non-overtaking rule delivers them in the order sent: the
     TASK of round s always comes before its STOP.
 worker -> master, tag REPLY, ``[seq, trial, status] + y``
-    status DONE: y = f(x) follows; CANCELLED: stopped (or skipped) before f ran, nothing
-    follows; FAILED: f raised or returned NaN/inf or the wrong shape (an erasure), nothing
-    follows — the worker sent, just before, one pickled ``(seq, trial, code, text)`` with tag
+    status DONE: y = f(x) follows; CANCELLED: stopped (or skipped) before f ran, or f dropped
+    on the worker's own SIGTERM/SIGINT (its SIGNALLED NOTICE sent first), nothing follows;
+    FAILED: f raised or returned NaN/inf or the wrong shape (an erasure), nothing follows —
+    the worker sent, just before, one pickled ``(seq, trial, code, text)`` with tag
     ERROR (``erasures`` codes; the failure path only, so the hot path stays buffer-based).
 
 worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path only)

@@ -6,6 +6,8 @@ closed — complete, or with every committed trial and complete = false after an
 which ``--resume`` continues.
 """
 
+import sys
+
 from ..core.driver import JobRun
 
 
@@ -43,6 +45,9 @@ class RunWork:
         from .startup import worker_hosts
 
         self.run.set_hosts([self.MPI.Get_processor_name()] + worker_hosts(master))
+        line = self.run.wait_line(over_mpi=True)  # after the ranks' line: how long a stop waits
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
     def rounds(self, master):
         self.run.run(master)  # the file closed with complete = false if the rounds end early

@@ -23,11 +23,12 @@ If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (a
 message saying why) and goes on: the master counts that result as an erasure.
 
 SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: the worker
-tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome), rank 0 stops the round
-and sends EXIT, and the worker leaves as usual: on EXIT ``Worker.serve`` sends its last NOTICE,
-the BYE that rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE
-seconds of the signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's
-dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
+tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome) — inside f it drops the
+call and replies CANCELLED (``Worker.evaluate``) —, rank 0 stops the round and sends EXIT,
+and the worker leaves as usual: on EXIT ``Worker.serve`` sends its last NOTICE, the BYE that
+rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE seconds of the
+signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's dead-process notice
+(SIGUSR1) is passed on to rank 0 the same way.
 
 Under ULFM a worker whose MPI call fails because the communicator was revoked (rank 0, or any
 rank, ended the job: ``mpi.abort``) or rank 0 died leaves at once, with exit code 0: the rank
@@ -44,6 +45,7 @@ from math import isfinite
 import numpy as np
 
 from ..core.erasures import F_FAILURES, NONE, call, check, raised
+from ..core.interrupts import Interrupted
 from ..errors import JobError
 from . import protocol as P
 from . import witness
@@ -293,8 +295,11 @@ class Worker:
             reply[:] = seq, trial, P.CANCELLED
         else:
             m = int(m)
-            y, code, text = compute(self.targets[int(point)], ctrl[P.HEADER:], m)
-            if y is None:  # an erasure: say why (pickled, failure path only), then FAILED
+            y, code, text = self.evaluate(int(point), ctrl[P.HEADER:], m)
+            if code is None:  # stopped inside f: dropped (rank 0 was told)
+                reply = self.reply[:P.REPLY_HEADER]
+                reply[:] = seq, trial, P.CANCELLED
+            elif y is None:  # an erasure: say why (pickled, failure path only), then FAILED
                 self.failures += 1
                 requests.append(self.comm.isend((seq, trial, code, text), dest=0, tag=P.ERROR))
                 reply = self.reply[:P.REPLY_HEADER]
@@ -311,6 +316,23 @@ class Worker:
         if not self.MPI.Request.Testall(requests):  # small replies are usually sent at once
             self.waiter.all(requests)
         self.idle_since = time.monotonic()
+
+    def evaluate(self, point, x, m):
+        """f of sweep point ``point`` on a task's coded input ``x``: (y, code, text) as
+        ``compute`` gives them, or (None, None, "") when this worker got SIGTERM or SIGINT
+        (hydra forwards them to every rank) before or while f ran: f is dropped at once
+        (``InterruptFlag.abandoning``: a call of minutes does not hold the stop up), rank 0 is
+        told (the SIGNALLED NOTICE goes before the CANCELLED reply, which rank 0 then takes as
+        that stop's), and the job ends as after any stop."""
+        stop = self.notices.interrupts
+        if stop is None:  # a benchmark's worker: it handles no signal
+            return compute(self.targets[point], x, m)
+        try:
+            with stop.abandoning():
+                return compute(self.targets[point], x, m)
+        except Interrupted:
+            self.notices.check()
+            return None, None, ""
 
     def sleep_until(self, deadline, seq):
         """Sleep until time.monotonic() reaches ``deadline``, receiving messages meanwhile;

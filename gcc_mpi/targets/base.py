@@ -20,6 +20,7 @@ class Target:
     classifier = False
     degree = None
     key = "target.kind"
+    call_seconds = None  # seconds one call on one input took at the job's check
 
     def __call__(self, X):
         raise NotImplementedError
