@@ -29,7 +29,8 @@ from gcc_mpi.job.default_job import load_default_job  # noqa: E402
 from gcc_mpi.runtime import protocol as P  # noqa: E402
 from gcc_mpi.runtime.ending import shutdown  # noqa: E402
 from gcc_mpi.runtime.master import Master  # noqa: E402
-from gcc_mpi.runtime.mpi import SLEEP_IDLE, Waiter, abort_on_error, improbe  # noqa: E402
+from gcc_mpi.runtime.mpi import Waiter, abort_on_error, improbe  # noqa: E402
+from gcc_mpi.runtime.pace import SLEEP_IDLE  # noqa: E402
 from gcc_mpi.runtime.worker import NoticeSender, Worker, build_targets  # noqa: E402
 
 BLOCKS = (True, False, True)  # whether the master listens in each block

@@ -17,7 +17,8 @@ from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.runtime import protocol as P
 from gcc_mpi.core.launcher import launcher_rank
-from gcc_mpi.runtime.mpi import Backoff, resolve_wait
+from gcc_mpi.runtime.mpi import resolve_wait
+from gcc_mpi.runtime.pace import Backoff
 from gcc_mpi.core.point import PointSetup
 from gcc_mpi.core.simulate import replay
 

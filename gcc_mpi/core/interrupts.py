@@ -136,6 +136,9 @@ class InterruptFlag:
                              max(self.deadline - time.monotonic(), 0.0) + 1e-3)
         self._abandon = True
 
+    def _leave_abandoning(self):
+        self._abandon = False
+
     def note(self, signum):
         """Signal ``signum`` came (here, or to another rank of the job); True when it is the
         first."""
@@ -173,5 +176,5 @@ class _Abandoning:
         self.flag._enter_abandoning()
 
     def __exit__(self, *exc):
-        self.flag._abandon = False
+        self.flag._leave_abandoning()
         return False

@@ -58,7 +58,7 @@ import numpy as np
 
 from . import protocol as P
 from .deaths import WorkerLost
-from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff
+from .pace import SLEEP_IDLE, SLEEP_MIN, Backoff
 
 HANG_MIN = 3.0       # seconds: no worker counts as hung sooner (a loaded machine's stalls are less)
 HANG_FACTOR = 10.0   # ... nor sooner than 10 x its usual time beyond its delay (see above)

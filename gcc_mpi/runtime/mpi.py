@@ -34,30 +34,21 @@ there, so the rank revokes COMM_WORLD and leaves; every other rank's next MPI ca
 MPI_ERR_REVOKED and it leaves too.
 """
 
-import fcntl
 import os
 import signal
 import socket
-import stat
-import struct
 import sys
-import termios
 import time
 import traceback
 from contextlib import contextmanager
 
 from ..errors import JobError, ResourceError, resource_line
 from ..core.launcher import cores, launcher_local_size, launcher_rank
+from .last_lines import drain, quiet_from_here
+from .pace import IDLE_FIRST, SLEEP_GATHER, SLEEP_IDLE, SLEEP_MIN, Backoff
 
 WAIT_MODES = ("auto", "busy", "polite")
 WAIT_ENV = "GCC_MPI_WAIT"
-# Polite back-off (seconds). A sleep costs a wake-up (~10 us of CPU, and Linux rounds short
-# sleeps up to ~0.1 ms); with 31 workers on 2 cores those wake-ups are most of the CPU a round
-# uses, so each waiter polls only as often as it must:
-SLEEP_MIN = 20e-6      # first sleep of the master (gather, drain): results come in bursts
-SLEEP_GATHER = 250e-6  # longest sleep of the master while results are due (arrival resolution)
-IDLE_FIRST = 500e-6    # first sleep of an idle worker: its next TASK is a round away at least
-SLEEP_IDLE = 1e-3      # longest sleep of an idle rank: how late it may notice a new message
 
 class RankFailure(Exception):
     """A rank of the job died: hydra's notice (SIGUSR1) came, or, under ULFM, a request
@@ -198,23 +189,6 @@ def local_ranks(comm):
     """Ranks on this node, as the launcher says (no collective call at start-up, where ranks
     arrive seconds apart); all of COMM_WORLD when the launcher does not say."""
     return launcher_local_size() or comm.size
-
-
-class Backoff:
-    """Sleeps that double from ``lo`` up to ``hi`` while nothing happens; ``reset`` after
-    something did."""
-
-    __slots__ = ("lo", "hi", "t")
-
-    def __init__(self, lo=SLEEP_MIN, hi=SLEEP_IDLE):
-        self.lo, self.hi, self.t = lo, hi, lo
-
-    def reset(self):
-        self.t = self.lo
-
-    def sleep(self, limit=None):
-        time.sleep(self.t if limit is None else max(0.0, min(self.t, limit)))
-        self.t = min(2 * self.t, self.hi)
 
 
 class Waiter:
@@ -427,18 +401,6 @@ def abort(comm, code):
     comm.Abort(code)
 
 
-def quiet_from_here():
-    """Nothing more on this rank's stderr: what it had to say is said and read (``drain``).
-    MPICH's MPI_Abort prints its own "Abort(1) on node 0 ..." line, and the launcher's signals
-    that end the job can interrupt Python mid-print (a traceback cut off after its third line,
-    seen on a full disk): neither adds anything to the one line already given."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stderr.fileno())
-    except (OSError, ValueError):  # no stderr to silence
-        pass
-
-
 def ended_elsewhere(MPI, e):
     """The MPI error ``e`` says that the job is over for this worker under ULFM: the
     communicator was revoked (a rank ended the job, ``abort``) or rank 0 died."""
@@ -446,29 +408,3 @@ def ended_elsewhere(MPI, e):
         return False
     names = ("ERR_REVOKED", "ERR_PROC_FAILED", "ERR_PROC_FAILED_PENDING")
     return e.Get_error_class() in {getattr(MPI, n) for n in names if hasattr(MPI, n)}
-
-
-def unread(fd):
-    """Bytes written to pipe ``fd`` that its reader has not read yet (0 if it is no pipe)."""
-    try:
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            return 0
-        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
-    except OSError:
-        return 0
-
-
-def drain(streams, timeout):
-    """Flush ``streams`` and wait (at most ``timeout`` s) until their pipes are read empty."""
-    fds = []
-    for stream in streams:
-        try:
-            stream.flush()
-            fds.append(stream.fileno())
-        except (OSError, ValueError):  # closed or not a file: nothing a launcher could lose
-            pass
-    until = time.monotonic() + timeout
-    backoff = Backoff(SLEEP_MIN, SLEEP_IDLE)
-    while any(unread(fd) for fd in fds) and time.monotonic() < until:
-        backoff.sleep()
-

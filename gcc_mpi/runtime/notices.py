@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from . import protocol as P
-from .mpi import SLEEP_IDLE, SLEEP_MIN, Backoff
+from .pace import SLEEP_IDLE, SLEEP_MIN, Backoff
 
 
 class Notices:

@@ -39,6 +39,7 @@ import time
 
 from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
 from . import startwatch
+from .last_lines import drain, quiet_from_here
 from .startwatch import StartWatch, end_ranks
 
 _ADDRESS = "\0gcc_mpi-warden-{daemon}"
@@ -143,8 +144,6 @@ def process_gone(pid):
 def said(line):
     """Print ``line`` on stderr, wait (a bounded while) until the launcher read it, and let
     stderr go: the launcher waits for the end of the rank's stderr that the warden shares."""
-    from .mpi import drain, quiet_from_here
-
     print(line, file=sys.stderr, flush=True)
     drain((sys.stderr,), 2.0)
     quiet_from_here()

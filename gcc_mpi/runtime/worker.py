@@ -49,8 +49,9 @@ from ..core.interrupts import Interrupted
 from ..errors import JobError
 from . import protocol as P
 from . import witness
-from .mpi import (IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, abort, ended_elsewhere,
-                  exit_without_finalize, improbe, resolve_wait, where)
+from .mpi import (Waiter, abort, ended_elsewhere, exit_without_finalize, improbe, resolve_wait,
+                  where)
+from .pace import IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
