@@ -210,6 +210,8 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
                 starting = None
             if verdict not in (None, "started", "launcher"):  # the job cannot start: end it
                 said(verdict)
+                if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
+                    _signal(daemon, signal.SIGTERM)
                 end_ranks(ranks)
                 last_word = aborted = time.monotonic()
                 any_daemon = True
