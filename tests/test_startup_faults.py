@@ -71,3 +71,14 @@ def test_a_rank_stopped_while_mpi_starts_ends_the_job_naming_it(tmp_path, at, la
     assert named(err) == [5], err
     assert "rank 5 (pid" in err and f"stayed stopped for {STOP_BOUND:g} s" in err, err
     assert "witness" not in err, err
+
+
+def test_the_bounds_in_docs_are_the_code_s():
+    """docs/reliability.md's row on faults while the job starts quotes the warden's bounds."""
+    from gcc_mpi.runtime.startwatch import APPEAR_BOUND, START_BOUND
+
+    doc = (Path(__file__).parent.parent / "docs" / "reliability.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| a rank killed (SIGKILL"))
+    assert f"once it lasted {STOP_BOUND:g} s of the warden's own time" in row
+    assert f"a rank never seen {APPEAR_BOUND:g} s after the warden started" in row
+    assert f"MPI_Init {START_BOUND:g} s after it started" in row
