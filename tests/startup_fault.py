@@ -3,7 +3,10 @@ hits itself with signal STARTUP_FAULT_SIGNAL ("KILL" or "STOP") at an event of M
 STARTUP_FAULT_AT:
 
 - ``before``: just before MPI_Init (its host's warden knows it; no other rank is past MPI_Init);
-- ``unseen``: before its host's warden is started or told of it (no word from it at all);
+- ``unseen``: at its first line of Python, before ``python -m gcc_mpi`` starts its host's
+  warden or tells it of the rank (no word from it at all: as if it died while Python started),
+  once another rank's warden watches it (a pidfd of it open): a rank that dies before any
+  process of ours runs on its host is beyond the warden's reach;
 - ``inside``: once the MPI library is loaded (MPI_Init follows at once), by a forked helper that
   watches the rank's memory map: the rank itself runs no Python code inside MPI_Init.
 
@@ -24,6 +27,23 @@ def hit():
     os.kill(os.getpid(), getattr(signal, "SIG" + os.environ["STARTUP_FAULT_SIGNAL"]))
 
 
+def watched():
+    """Wait until a process (the host's warden) holds a pidfd of this process."""
+    needle = f"Pid:\t{os.getpid()}\n"
+    until = time.monotonic() + 120
+    while time.monotonic() < until:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and entry != str(os.getpid()):
+                try:
+                    for fd in os.listdir(f"/proc/{entry}/fdinfo"):
+                        with open(f"/proc/{entry}/fdinfo/{fd}") as f:
+                            if needle in f.read():
+                                return
+                except OSError:
+                    pass
+        time.sleep(0.01)
+
+
 def inside(rank_pid):
     """In a helper process: hit rank ``rank_pid`` once its memory map holds an MPI library."""
     until = time.monotonic() + 120
@@ -40,12 +60,10 @@ def inside(rank_pid):
 
 if launcher_rank() == int(os.environ.get("STARTUP_FAULT_RANK", "-1")):
     at = os.environ["STARTUP_FAULT_AT"]
-    before_start, start = mpi.before_start, mpi.start
+    start = mpi.start
     if at == "unseen":
-        def _before_start():
-            hit()
-            before_start()
-        mpi.before_start = _before_start
+        watched()
+        hit()
     elif at == "before":
         def _start():
             hit()

@@ -1,13 +1,17 @@
 """A rank that dies or is stopped while MPI starts: every other rank waits for it inside
 MPI_Init, where no code of ours runs, so its host's warden ends the job with one line naming the
 rank and the host (gcc_mpi/runtime/startwatch.py). The fault comes from inside the rank, at an
-event of its start-up (tests/startup_fault.py); nothing here waits a fixed time. The whole
-matrix (SIGKILL and SIGSTOP, at three moments, under each launcher) is benchmarks/chaos.py's
-``--startup``, in docs/reliability.md.
+event of its start-up (tests/startup_fault.py): at its first line of Python (before any word to
+the warden), just before MPI_Init, and once the MPI library is loaded; SIGKILL and SIGSTOP; under
+the plain launch and the MPI's keep-going option: the same matrix as
+benchmarks/startup_faults.py's clock moments (docs/reliability.md). Nothing here waits a fixed
+time.
 """
 
 import re
 from pathlib import Path
+
+import pytest
 
 from mpirun import KEEP_GOING, Launch, needs_mpiexec
 
@@ -36,24 +40,45 @@ def named(err):
             for r in group.split(", ")]
 
 
+EVENTS = ("unseen", "before", "inside")
+LAUNCHES = {"plain": (), "keep-going": KEEP_GOING}
+
+
 @needs_mpiexec
-def test_a_rank_stopped_before_mpi_init_ends_the_job_naming_it(tmp_path):
-    """SIGSTOP just before MPI_Init: without the warden, every other rank waited inside
-    MPI_Init for ever (15 of them spinning under MPICH). The warden names rank 5 once it stayed
-    stopped STOP_BOUND s, kills the host's ranks, and the launcher ends."""
-    code, err = started_badly(tmp_path, "STOP", "before")
+@pytest.mark.parametrize("launch", LAUNCHES)
+@pytest.mark.parametrize("at", EVENTS)
+def test_a_rank_killed_while_mpi_starts_ends_the_job_naming_it(tmp_path, at, launch):
+    """SIGKILL at each event of start-up: under the keep-going option (Open MPI's ULFM, hydra's
+    -disable-auto-cleanup) the others waited inside MPI_Init for ever; under the plain launch the
+    launcher ended the job with no line of ours (hydra: exit 9 and nothing on stderr) when the
+    rank died before the warden started. The warden's pidfd wakes at the death, before a
+    launcher kills the others: the line names rank 5 first."""
+    code, err = started_badly(tmp_path, "KILL", at, LAUNCHES[launch])
     assert code != 0, err
-    assert named(err) == [5], err
-    assert "rank 5 (pid" in err and f"stayed stopped for {STOP_BOUND:g} s" in err, err
+    assert named(err)[:1] == [5], err
     assert "witness" not in err, err  # rank 0's witness does not blame rank 0
 
 
 @needs_mpiexec
-def test_a_rank_killed_before_mpi_init_under_the_keep_going_option_ends_the_job(tmp_path):
-    """SIGKILL just before MPI_Init under the MPI's keep-going option (Open MPI's ULFM, hydra's
-    -disable-auto-cleanup), whose launcher lets the others wait for it inside MPI_Init for ever:
-    the warden sees the death at once and names rank 5 alone (no launcher kills the others
-    first)."""
-    code, err = started_badly(tmp_path, "KILL", "before", KEEP_GOING)
+@pytest.mark.parametrize("launch", LAUNCHES)
+@pytest.mark.parametrize("at", EVENTS)
+def test_a_rank_stopped_while_mpi_starts_ends_the_job_naming_it(tmp_path, at, launch):
+    """SIGSTOP at each event of start-up: every other rank waited inside MPI_Init for ever (15
+    of them spinning under MPICH), under every launch. The warden names rank 5 once it stayed
+    stopped STOP_BOUND s, kills the host's ranks, and the launcher ends."""
+    code, err = started_badly(tmp_path, "STOP", at, LAUNCHES[launch])
     assert code != 0, err
     assert named(err) == [5], err
+    assert "rank 5 (pid" in err and f"stayed stopped for {STOP_BOUND:g} s" in err, err
+    assert "witness" not in err, err
+
+
+def test_the_bounds_in_docs_are_the_code_s():
+    """docs/reliability.md's row on faults while the job starts quotes the warden's bounds."""
+    from gcc_mpi.runtime.startwatch import APPEAR_BOUND, START_BOUND
+
+    doc = (Path(__file__).parent.parent / "docs" / "reliability.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| a rank killed (SIGKILL"))
+    assert f"once it lasted {STOP_BOUND:g} s of the warden's own time" in row
+    assert f"a rank never seen {APPEAR_BOUND:g} s after the warden started" in row
+    assert f"MPI_Init {START_BOUND:g} s after it started" in row

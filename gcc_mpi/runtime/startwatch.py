@@ -4,15 +4,19 @@ MPI_Init waits for every rank of the job (the process manager's fence, MPICH's a
 alike): a rank that dies or is stopped before it gets there keeps every other rank inside
 MPI_Init for ever — where no code of ours runs — whenever the launcher does not end the job
 itself (Open MPI under ``--with-ft ulfm``, hydra with ``-disable-auto-cleanup``, and a stop
-under any launcher). The host's warden runs outside MPI and sees it: from its start until every
-rank of its host has said ``up`` (past MPI_Init), it looks at the launcher's daemon's children
-that are ranks (their environment names their rank: a rank that never said a word is seen too),
-and ends the job with one line naming the rank and the host when one of them
+under any launcher), and a launcher that does end it says nothing of ours (hydra: exit code 9
+and not a line). The host's warden runs outside MPI and sees it: forked by the first rank of
+the host to run ``python -m gcc_mpi`` (its first lines, before the job is read: seconds under
+load), from its start until every rank of its host has said ``up`` (past MPI_Init), it looks at
+the launcher's daemon's children that are ranks (their environment names their rank: a rank
+that never said a word is seen too), and ends the job with one line naming the rank and the
+host when one of them
 
-- dies (its pidfd wakes the warden at once, before a launcher that ends the job itself kills
-  the others; when the warden sees several ended at once, it names them all, "one of them
-  first" — but says nothing when every rank of its host ended at once and the job has ranks
-  elsewhere: that was the launcher's end of the job, which another host's warden explains);
+- dies: its pidfd wakes the warden at once, and the pidfds wait in an epoll, whose ready list
+  keeps the order of the deaths, so the line names the first to die even when a launcher that
+  ends the job itself (hydra, Open MPI without ULFM) killed the others before the warden ran;
+  it says nothing when every rank of its host ended at once and the job has ranks elsewhere:
+  that was the launcher's end of the job, which another host's warden explains;
 - stays stopped (SIGSTOP, not a debugger's trace stop) for STOP_BOUND s of the warden's own
   time (a suspension of the whole job, the warden with it, is no stop of one rank);
 - is missing APPEAR_BOUND s after the warden started (the launcher said more ranks here than
@@ -25,6 +29,7 @@ outlives them (``warden``). The bounds are measured in docs/reliability.md.
 """
 
 import os
+import select
 import signal
 import socket
 import time
@@ -83,12 +88,16 @@ class StartWatch:
         self.host = host or socket.gethostname()
         self.stop_bound, self.start_bound = stop_bound, start_bound
         self.ranks, self.pidfds, self.up = {}, {}, set()
+        # the pidfds in an epoll, whose ready list keeps the order of the deaths: the first
+        # is the rank that died, the others a launcher's end of the job a moment later
+        self.deaths = select.epoll()
         self.stopped_since, self.ended = {}, []
         self.begun = self.last = time.monotonic()
+        self.ended = self._discover()  # at once: a rank may die before the first look
 
     def fds(self):
-        """The pidfds to wait on: readable once their rank ended."""
-        return list(self.pidfds)
+        """The fds to wait on: readable once a rank ended."""
+        return [self.deaths.fileno()]
 
     def note(self, pid, rank, up=False):
         """Rank ``rank`` is process ``pid`` (its own word: it may have ended since); ``up``:
@@ -101,7 +110,9 @@ class StartWatch:
     def _add(self, pid, rank):
         self.ranks[pid] = rank
         try:
-            self.pidfds[os.pidfd_open(pid)] = pid
+            fd = os.pidfd_open(pid)
+            self.pidfds[fd] = pid
+            self.deaths.register(fd, select.EPOLLIN)
         except OSError:
             self.ended.append(pid)
 
@@ -109,6 +120,7 @@ class StartWatch:
         for fd in self.pidfds:
             os.close(fd)
         self.pidfds = {}
+        self.deaths.close()
 
     def _discover(self):
         """Open a pidfd for each new rank child; the pids found ended already."""
@@ -119,8 +131,8 @@ class StartWatch:
         ended, self.ended = self.ended, []
         return ended
 
-    def look(self, woke=()):
-        """After the pidfds ``woke`` were readable (or a look's time passed): "started" when
+    def look(self):
+        """After a rank ended (``fds`` readable) or a look's time passed: "started" when
         every rank of the host is past MPI_Init, "launcher" when all of them ended at once (the
         launcher ended the job), a line saying why the job cannot start, or None (go on)."""
         now = time.monotonic()
@@ -128,10 +140,11 @@ class StartWatch:
             self.stopped_since.clear()
             self.begun += now - self.last
         self.last = now
-        ended = self._discover()
-        for fd in woke:
-            ended.append(self.pidfds.pop(fd))
-            os.close(fd)
+        ended, woken = self._discover(), []
+        for fd, _ in self.deaths.poll(0):  # in the order they died
+            woken.append(self.pidfds.pop(fd))
+            os.close(fd)  # and out of the epoll
+        ended += woken
         for fd, pid in list(self.pidfds.items()):
             if state(pid) is None:
                 ended.append(pid)
@@ -143,7 +156,10 @@ class StartWatch:
             if (not alive and len(starting) > 1 and self.size != self.expected
                     and not self._missing()):
                 return "launcher"  # every rank here at once, and other hosts: the launcher's
-            return self._line(starting, "died", "")
+            # the first to die: a launcher that ends the job itself (hydra, Open MPI without
+            # ULFM) kills the others a moment later, often before the warden runs
+            first = [p for p in woken if p not in self.up][:1]
+            return self._line(first or starting, "died", "")
         for pid in alive:
             if state(pid) == "T":
                 since = self.stopped_since.setdefault(pid, now)

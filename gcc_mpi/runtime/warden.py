@@ -49,11 +49,22 @@ ABORT_GRACE = 5.0    # seconds after an abort before the launcher's daemon is en
 OPEN_MPI_DAEMONS = ("prterun", "prted", "mpirun", "mpiexec", "orted", "orterun")
 
 
+_joined = None  # this rank's start(): it forked the warden (True) or told it of itself (False)
+
+
 def start():
     """Fork this host's warden if no rank of the host did (before MPI starts), or tell it of
-    this rank; True if this process forked it."""
+    this rank, once (``python -m gcc_mpi`` does so first thing, ``mpi.before_start`` again);
+    True if this process forked it."""
+    global _joined
     if not sys.platform.startswith("linux"):
         return False
+    if _joined is None:
+        _joined = _start()
+    return _joined
+
+
+def _start():
     daemon = os.getppid()
     try:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -157,6 +168,17 @@ def _name(pid):
         return ""
 
 
+def _heard(line, ranks, starting):
+    """A rank's word ``line`` ("WORD PID RANK") taken in: a ``rank`` or ``up`` adds the rank
+    to ``ranks`` (and to the ``starting`` watch); the word."""
+    word, pid, rank = (line.decode(errors="replace").split() + ["", "", ""])[:3]
+    if word in ("rank", "up") and pid.isdigit():
+        ranks.add(int(pid))
+        if starting is not None:
+            starting.note(int(pid), int(rank) if rank.isdigit() else None, up=word == "up")
+    return word
+
+
 def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
           starting=None):
     """The warden's loop (see the module): words from the ranks on ``listener``, the host's
@@ -184,31 +206,32 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
                 data = r.recv(256)
             except BlockingIOError:
                 continue
+            buffer[r] += data
             if not data:
                 conns.remove(r)
                 r.close()
-                for line in buffer.pop(r).split(b"\n"):
-                    word, pid, rank = (line.decode(errors="replace").split() + ["", "", ""])[:3]
-                    if word in ("rank", "up") and pid.isdigit():
-                        ranks.add(int(pid))
-                        if starting is not None:
-                            starting.note(int(pid), int(rank) if rank.isdigit() else None,
-                                          up=word == "up")
-                    elif word in ("leaving", "abort"):
-                        last_word = time.monotonic()
-                        if word == "abort":
-                            aborted = aborted or last_word
-            else:
-                buffer[r] += data
+                buffer[r] += b"\n"
+            # each whole line at once, not at the connection's end: a rank that says
+            # "leaving" and exits is not seen to die before its word
+            *lines, buffer[r] = buffer[r].split(b"\n")
+            for line in lines:
+                word = _heard(line, ranks, starting)
+                if word in ("leaving", "abort"):
+                    last_word = time.monotonic()
+                    if word == "abort":
+                        aborted = aborted or last_word
+            if not data:
+                del buffer[r]
         if starting is not None:
-            verdict = None if last_word is not None else starting.look(
-                [r for r in ready if r in pidfds])
+            verdict = None if last_word is not None else starting.look()
             if verdict is not None or last_word is not None:
                 ranks.update(starting.living())
                 starting.close()
                 starting = None
             if verdict not in (None, "started", "launcher"):  # the job cannot start: end it
                 said(verdict)
+                if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
+                    _signal(daemon, signal.SIGTERM)
                 end_ranks(ranks)
                 last_word = aborted = time.monotonic()
                 any_daemon = True
