@@ -21,12 +21,15 @@ The engines: the in-process simulator (``core.simulate.Simulator``) and the MPI 
 No MPI here.
 """
 
-import sys
+import logging
 from typing import Protocol
 
 import numpy as np
 
 from ..job.records import Records
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 
 class Engine(Protocol):
@@ -242,7 +245,7 @@ class JobRun:
         prepared = self.prepare()
         line = master_scale_line(prepared)
         if line:
-            print(line, file=sys.stderr)
+            log.info("%s", line)
         self.open("simulate")
         self.run(Simulator(self.interrupts))
 
@@ -276,8 +279,8 @@ class JobRun:
         if not self.quiet and self.summary is not None:
             print(self.summary(self.output))
         for line in lines:
-            print(line, file=sys.stderr)
-        print(f"wrote {self.output}", file=sys.stderr)
+            log.info("%s", line)
+        log.info("wrote %s", self.output, extra=PLAIN)
         return 0
 
     def stopped(self, why):
@@ -285,5 +288,5 @@ class JobRun:
         worker): the line saying which trials the file keeps; ``why``'s exit code."""
         from .interrupts import kept_line
 
-        print(kept_line(why, self.done, self.total, self.output), file=sys.stderr, flush=True)
+        log.info("%s", kept_line(why, self.done, self.total, self.output))
         return why.code

@@ -38,8 +38,8 @@ class Interrupted(BaseException):
 
 def kept_line(why, done, total, path):
     """The line a job stopped early ends with, whichever way it ran (simulate, an MPI run)."""
-    return (f"gcc_mpi: {why} after {done} of {total} trials; {path} holds them (complete = "
-            "false): the same command with --resume continues")
+    return (f"{why} after {done} of {total} trials; {path} holds them (complete = false): the "
+            "same command with --resume continues")
 
 
 class InterruptFlag:

@@ -17,12 +17,14 @@ file's ``hung`` attribute; back in the rounds when it answers again; resumed or 
 the EXITs (``ending``).
 """
 
-import sys
+import logging
 
 import numpy as np
 
 from ..core.erasures import HUNG, LOST
 from . import protocol as P
+
+log = logging.getLogger(__name__)
 
 
 class Losses:
@@ -51,8 +53,8 @@ class Losses:
         for rank in self.hung.look(self.rounds.values(), now):
             self.silence(rank)
         for rank in self.hung.poll(self.discard, self.slots):
-            print(f"gcc_mpi: rank {rank} answers again (its late replies were discarded); it "
-                  "gets tasks again", file=sys.stderr, flush=True)
+            log.info("rank %s answers again (its late replies were discarded); it gets tasks "
+                     "again", rank)
 
     def bury(self, failure=None):
         """After a process-failure error (ULFM), hydra's notice or an ended pid (``failure``,
@@ -151,10 +153,9 @@ class Losses:
         if self.events is not None:
             self.events.hung(rank, point, t, host)
         waited = self.hung.waited.get(rank, 0.0)
-        print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
-              f"{waited:.1f} s, in trial {t} of point {point}; a straggler "
-              f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
-              "answers", file=sys.stderr, flush=True)
+        log.info("rank %s (worker %s, pid %s on %s) has not answered for %.1f s, in trial %s "
+                 "of point %s; a straggler that the rounds no longer wait for (error code %s in "
+                 "the file) until it answers", rank, w, pid, host, waited, t, point, HUNG)
 
     def discard(self, rank, seq, trial, status):
         """A parked reply (``hung``) came: never used; a FAILED one's ERROR message too."""

@@ -420,7 +420,7 @@ class Master:
         s = self.stats
         late = s["unused"] + s["crossed"]
         pipeline = f", pipeline {self.depth}" if self.depth > 1 else ""
-        text = (f"gcc_mpi: {s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
+        text = (f"{s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
                 f"worker ranks ({self.waiter.mode} waiting{pipeline}): {s['used']} results used, "
                 f"{late} late results discarded ({s['crossed']} crossed a STOP), "
                 f"{s['cancelled']} tasks cancelled while sleeping or queued; "

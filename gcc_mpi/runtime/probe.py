@@ -12,13 +12,16 @@ compute times once, after EXIT (the hot path stays as in a run). SIGTERM/SIGINT 
 rounds as in a run; the rounds finished are written (complete = false), exit code 143/130.
 """
 
-import sys
+import logging
 import time
 
 import numpy as np
 
 from . import protocol as P
 from .deaths import WorkerLost
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ROUNDS = 300
 REPORT_GRACE = 10.0  # seconds for the workers' compute times after EXIT
@@ -172,8 +175,8 @@ class ProbeWork:
         """A stop is said once the file holds the rounds done (``finished``); a lost worker
         ends the probe at once, without a file."""
         if isinstance(e, WorkerLost):
-            print(f"gcc_mpi: {e} after {self.done} of {self.plan.probe_rounds} rounds; no probe "
-                  "file is written", file=sys.stderr, flush=True)
+            log.info("%s after %s of %s rounds; no probe file is written", e, self.done,
+                     self.plan.probe_rounds)
 
     def finished(self, master, code, interrupted):
         """After the workers' EXITs: their compute times, the probe file, the table."""
@@ -189,12 +192,12 @@ class ProbeWork:
                     command=self.plan.command, mpi=library(self.MPI),
                     master_host=self.MPI.Get_processor_name(), master=self.master_work[:done])
         if interrupted is not None:
-            print(f"gcc_mpi: {interrupted} after {done} of {self.plan.probe_rounds} rounds; "
-                  f"{out} holds them (complete = false)", file=sys.stderr)
+            log.info("%s after %s of %s rounds; %s holds them (complete = false)", interrupted,
+                     done, self.plan.probe_rounds, out)
             return interrupted.code
         if not self.plan.quiet and self.plan.summary is not None:
             print(self.plan.summary(out))
-        print(f"wrote {out}", file=sys.stderr)
+        log.info("wrote %s", out, extra=PLAIN)
         return code
 
     def _compute_times(self, master):
@@ -209,7 +212,7 @@ class ProbeWork:
                 continue
             times = waiter.recv_object(self.comm, r, P.SETUP, until)
             if times is None:
-                print(f"gcc_mpi: rank {r} did not send its compute times", file=sys.stderr)
+                log.info("rank %s did not send its compute times", r)
                 continue
             n = min(len(times), self.done)
             compute[:n, r - 1] = times[:n]

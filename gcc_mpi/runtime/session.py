@@ -22,8 +22,8 @@ builds f, answers HELLO and READY and serves TASKs until EXIT. Every rank then l
 MPI_Finalize, or without it after a death or under ULFM, where Finalize could wait for the dead.
 """
 
+import logging
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,8 @@ from ..core.interrupts import InterruptFlag, Interrupted
 from . import mpi, protocol, witness
 from .deaths import WorkerLost
 from .mpi import SLEEP_IDLE, Waiter, abort, fault_tolerant, resolve_wait
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def run(plan):
             witness.done()  # started, since the launcher said several ranks: nobody died
             refusal = launcher.several_tasks_error("run")
             if refusal:
-                print(refusal, file=sys.stderr)
+                log.error("%s", refusal)
             return 2
         finalize = True
         with mpi.abort_on_error(comm):
@@ -179,12 +181,12 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
     except WorkerLost as e:
         return Ending(1, master, cannot_start=e)
     witness.started()
-    print(f"gcc_mpi: {work.heading}ranks by host and pid: "
-          f"{pid_map({0: (os.getpid(), host)} | master.peers)}", file=sys.stderr, flush=True)
+    log.info("%sranks by host and pid: %s", work.heading,
+             pid_map({0: (os.getpid(), host)} | master.peers))
     work.started(master)
     if ft:
-        print("gcc_mpi: ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that "
-              "dies is a permanent straggler", file=sys.stderr, flush=True)
+        log.info("ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that dies is a "
+                 "permanent straggler")
     master.listen()
     try:
         work.rounds(master)
@@ -202,18 +204,17 @@ def _end(comm, MPI, work, end):
 
     if end.refused is not None:
         announce(comm, Waiter(MPI, "polite"), ("error", str(end.refused)))
-        print(f"gcc_mpi: error: {end.refused}", file=sys.stderr)
+        log.error("%s", end.refused)
         return 2
     if end.cannot_start is not None:
         work.cannot_start()
-        print(f"gcc_mpi: {end.cannot_start}; the {work.what} cannot start", file=sys.stderr,
-              flush=True)
+        log.critical("%s; the %s cannot start", end.cannot_start, work.what)
         abort(comm, 1)
     if end.interrupted is not None:
         work.interrupted(end.interrupted)
         if isinstance(end.interrupted, WorkerLost) or not abandon(end.master):
-            print("gcc_mpi: the workers could not be stopped in order; ending the job with "
-                  "MPI_Abort", file=sys.stderr, flush=True)
+            log.critical("the workers could not be stopped in order; ending the job with "
+                         "MPI_Abort")
             abort(comm, end.code)
     code = finish(end.master, end.code, work.stuck_code)
     return work.finished(end.master, code, end.interrupted)
@@ -242,7 +243,6 @@ def block(comm, MPI, mode, drive, *, setup=None, targets=None, shared_clock=Fals
         return drive(master)
     finally:
         if not shutdown(master):
-            print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
-                  file=sys.stderr, flush=True)
+            log.critical("not every worker took its EXIT; ending the job with MPI_Abort")
             abort(comm, 1)
         master.close()

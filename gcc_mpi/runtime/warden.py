@@ -38,6 +38,7 @@ import sys
 import time
 
 from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
+from ..logs import PREFIX
 from . import startwatch
 from .startwatch import StartWatch, end_ranks
 
@@ -141,11 +142,17 @@ def process_gone(pid):
 
 
 def said(line):
-    """Print ``line`` on stderr, wait (a bounded while) until the launcher read it, and let
-    stderr go: the launcher waits for the end of the rank's stderr that the warden shares."""
+    """Write ``line`` (after the command line's prefix) on stderr, wait (a bounded while) until
+    the launcher read it, and let stderr go: the launcher waits for the end of the rank's stderr
+    that the warden shares.
+
+    Straight to stderr, not through ``logging``: the warden is a process forked from a rank,
+    whose logging (handlers, their locks, perhaps held by another thread of the rank at the
+    fork; the level a user set) is no part of it, and its one line must reach the launcher
+    before stderr goes."""
     from .mpi import drain, quiet_from_here
 
-    print(line, file=sys.stderr, flush=True)
+    print(f"{PREFIX}{line}", file=sys.stderr, flush=True)
     drain((sys.stderr,), 2.0)
     quiet_from_here()
 
@@ -222,7 +229,7 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
         now = time.monotonic()
         left = resume_stopped(ranks)
         if left and now > last_word + end_grace:
-            print(f"gcc_mpi: {socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
+            print(f"{PREFIX}{socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
                   f"still ran {end_grace:g} s after the job ended on this host; killing them "
                   "(SIGKILL)", file=sys.stderr, flush=True)
             for pid in left:

@@ -34,9 +34,9 @@ rank, ended the job: ``mpi.abort``) or rank 0 died leaves at once, with exit cod
 that ended the job carries the job's code (``mpi.abort`` says why not 1).
 """
 
+import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from math import isfinite
@@ -49,6 +49,8 @@ from . import protocol as P
 from . import witness
 from .mpi import (IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff, Waiter, abort, ended_elsewhere,
                   exit_without_finalize, improbe, resolve_wait, where)
+
+log = logging.getLogger(__name__)
 
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
@@ -82,7 +84,7 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
         mismatch = JobError("job file", f"the job on {host} is not rank 0's on {master_host}: "
                                         "its file or its --set options differ (is the job file "
                                         "the same on every node?)")
-        print(f"gcc_mpi: {where(comm)}: error: {mismatch}", file=sys.stderr, flush=True)
+        log.critical("%s: error: %s", where(comm), mismatch)  # ends the job: MPI_Abort
         abort(comm, 2)
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die), before
