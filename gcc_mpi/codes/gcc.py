@@ -32,7 +32,7 @@ from . import chords
 from .chords import chord_smoother
 from .kernels import KERNELS, LENGTHSCALE_FREE
 from .lengthscale import MULTIPLES, START, LengthscaleSmoother, spacing
-from .smoothing import WINDOWED_ABOVE, SmoothingCode
+from .smoothing_code import WINDOWED_ABOVE, SmoothingCode
 from .windowed_lengthscale import WindowedLengthscaleSmoother
 
 
