@@ -82,12 +82,12 @@ def cmd_run(args):
     from ..runtime import session
 
     job = job_for_ranks(args, ranks)  # bad input: exit 2 on every rank, before MPI starts
-    plan = session.Plan(job, tuple(points_of(args, job)),
+    spec = session.Spec(job, tuple(points_of(args, job)),
                         Path(args.output) if args.output else default_output(job, args.point),
                         overwrite=args.overwrite, resume=args.resume, wait=args.wait,
                         quiet=args.quiet, command=recorded_command(args, ranks),
                         summary=results_table)
-    return session.run(plan)
+    return session.run(spec)
 
 
 def single_process(args):
@@ -155,10 +155,10 @@ def cmd_probe(args):
 
     job = probe_job(user, ranks, args.rounds)  # bad input: exit 2 on every rank, before MPI
     output = Path(args.output) if args.output else default_output(job, kind="probe")
-    plan = session.Plan(job, tuple(job.points), output, overwrite=args.overwrite,
+    spec = session.Spec(job, tuple(job.points), output, overwrite=args.overwrite,
                         wait=args.wait, quiet=args.quiet, command=recorded_command(args, ranks),
                         probe_rounds=args.rounds, summary=probe_table)
-    return session.run(plan)
+    return session.run(spec)
 
 
 def probe_table(path):

@@ -10,17 +10,17 @@ from ..core.driver import JobRun
 
 
 class RunWork:
-    """Rank 0's part of a run of ``plan`` (a ``session.Plan``), step by step as ``session.lead``
+    """Rank 0's part of a run of ``spec`` (a ``session.Spec``), step by step as ``session.lead``
     calls it (``session.Work``): the job driver's ``JobRun`` with the Master as its engine."""
 
     what, heading = "job", ""
     stuck_code = None  # a hung worker that only MPI_Abort ends: the run's own code (file whole)
 
-    def __init__(self, plan, comm, MPI, interrupts):
-        self.plan, self.comm, self.MPI = plan, comm, MPI
-        self.run = JobRun(plan.job, plan.points, plan.output, interrupts=interrupts,
-                          overwrite=plan.overwrite, resume=plan.resume, command=plan.command,
-                          quiet=plan.quiet, summary=plan.summary)
+    def __init__(self, spec, comm, MPI, interrupts):
+        self.spec, self.comm, self.MPI = spec, comm, MPI
+        self.run = JobRun(spec.job, spec.points, spec.output, interrupts=interrupts,
+                          overwrite=spec.overwrite, resume=spec.resume, command=spec.command,
+                          quiet=spec.quiet, summary=spec.summary)
         self.events = self.run  # where the Master records a lost or hung worker
 
     def prepare(self):
@@ -31,7 +31,7 @@ class RunWork:
         prepared = self.run.prepare(ranks=self.comm.size, local_ranks=local_ranks(self.comm),
                                     simulate=False)
         self.run.open(library(self.MPI))
-        shapes = [None] * len(self.plan.job.points)
+        shapes = [None] * len(self.spec.job.points)
         for point, setup in prepared:
             shapes[point.index] = (setup.dataset.dim, setup.target.output_dim)
         return shapes

@@ -1,7 +1,7 @@
 """One owner of an MPI rank's life: start-up, handshake, rounds, ending, leaving.
 
-``run(plan)`` is every rank's entry for ``run`` and ``probe`` (the command line builds the
-``Plan`` from its arguments, and has loaded the job on every rank before MPI starts, so that a
+``run(spec)`` is every rank's entry for ``run`` and ``probe`` (the command line builds the
+``Spec`` from its arguments, and has loaded the job on every rank before MPI starts, so that a
 bad job ends every rank at once with exit code 2); ``block`` is a block of rounds inside an MPI
 program that is already up (the benchmarks run several, each its own configuration). Nothing
 else puts these steps together.
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Plan:
+class Spec:
     """What a run or a probe is to do, from the command line (or a script): the same on every
     rank."""
 
@@ -65,7 +65,7 @@ class Work(Protocol):
     heading: str            # the start of the ranks' line ("", "probe: ")
     stuck_code: int | None  # the exit code when only MPI_Abort ends a hung worker (None: the
     #                         run's own code)
-    plan: Plan
+    spec: Spec
     events: object          # where the Master records a lost or hung worker (None: nowhere)
 
     def prepare(self) -> list:
@@ -94,8 +94,8 @@ class Work(Protocol):
         """After every worker's EXIT: anything left (the probe's file); the exit code."""
 
 
-def run(plan):
-    """This rank's part of the MPI run or probe of ``plan``; its exit code. MPI turns out to be
+def run(spec):
+    """This rank's part of the MPI run or probe of ``spec``; its exit code. MPI turns out to be
     a single process while the launcher said several ranks (srun without PMI: lone copies):
     exit code 2, with one line from task 0."""
     if (launcher.launcher_size() or 0) > 1:  # not lone copies (srun without PMI)
@@ -117,12 +117,12 @@ def run(plan):
         finalize = True
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
-                code, finalize = lead(comm, MPI, plan, interrupts, notice)
+                code, finalize = lead(comm, MPI, spec, interrupts, notice)
             else:
                 from .worker import serve_run
 
-                timer = _probe().Timer() if plan.probe_rounds else None
-                code = serve_run(comm, MPI, plan, interrupts, notice, timer)
+                timer = _probe().Timer() if spec.probe_rounds else None
+                code = serve_run(comm, MPI, spec, interrupts, notice, timer)
         # MPI_Finalize would wait for a dead rank forever. Under ULFM every rank skips it: a rank
         # that died at the very end may be unknown to the others, and Open MPI's launcher
         # takes a rank that ends without it as a normal end (exit code 0, no message)
@@ -146,13 +146,13 @@ class Ending:
     interrupted: Exception = None   # Interrupted, or WorkerLost during the rounds
 
 
-def lead(comm, MPI, plan, interrupts, notice):
+def lead(comm, MPI, spec, interrupts, notice):
     """Rank 0's whole run or probe; (exit code, whether MPI_Finalize is safe: no rank died)."""
     from .run import RunWork
 
-    work: Work = (_probe().ProbeWork if plan.probe_rounds else RunWork)(plan, comm, MPI,
+    work: Work = (_probe().ProbeWork if spec.probe_rounds else RunWork)(spec, comm, MPI,
                                                                           interrupts)
-    with witness.watching(plan.output):  # until rank 0 itself ends the job
+    with witness.watching(spec.output):  # until rank 0 itself ends the job
         end = _until_the_end(comm, MPI, work, interrupts, notice)
     code = _end(comm, MPI, work, end)
     return code, end.master is None or not end.master.deaths.dead
@@ -164,14 +164,14 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
     from .startup import announce, handshake, pid_map
 
     try:
-        mode = resolve_wait(work.plan.wait, comm)
+        mode = resolve_wait(work.spec.wait, comm)
         t0 = time.perf_counter()
         shapes = work.prepare()
         built = time.perf_counter() - t0  # the workers build f meanwhile: the handshake's bound
     except JobError as e:
         return Ending(2, refused=e)
     host = MPI.Get_processor_name()
-    announce(comm, Waiter(MPI, "polite"), ("ok", protocol.digest(work.plan.job), shapes, host,
+    announce(comm, Waiter(MPI, "polite"), ("ok", protocol.digest(work.spec.job), shapes, host,
                                           os.getpid()))
     ft = fault_tolerant(MPI)
     master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), interrupts, notice, {}, host=host,

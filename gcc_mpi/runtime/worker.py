@@ -57,20 +57,20 @@ WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives
 SLEEP_STARTUP = 10e-3  # longest sleep while waiting for rank 0's start-up message
 
 
-def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
+def serve_run(comm, MPI, spec, interrupts=None, notice=None, timer=None):
     """A worker's whole run (``session``): its exit code. ``timer`` (the probe's,
     runtime/probe.py): wraps f to time every call (``timer.wrap(targets)``) and sends the
     times to rank 0 after EXIT (``timer.report``). ``notice``: hydra's dead-process notices,
     passed on to rank 0 (``NoticeSender``)."""
     try:
-        return _serve(comm, MPI, plan, interrupts, notice, timer)
+        return _serve(comm, MPI, spec, interrupts, notice, timer)
     except MPI.Exception as e:
         if not ended_elsewhere(MPI, e):
             raise
         exit_without_finalize(0)  # the job was ended elsewhere, which said why
 
 
-def _serve(comm, MPI, plan, interrupts, notice, timer):
+def _serve(comm, MPI, spec, interrupts, notice, timer):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
     notices = NoticeSender(comm, interrupts, notice)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
@@ -80,7 +80,7 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
         return 2  # rank 0 reported the bad input
     _, digest, shapes, master_host, master_pid = message
     host = MPI.Get_processor_name()
-    if digest != P.digest(plan.job):  # bad input: one line naming this rank, exit code 2
+    if digest != P.digest(spec.job):  # bad input: one line naming this rank, exit code 2
         mismatch = JobError("job file", f"the job on {host} is not rank 0's on {master_host}: "
                                         "its file or its --set options differ (is the job file "
                                         "the same on every node?)")
@@ -94,11 +94,11 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
     # the others build f (protocol)
     Waiter(MPI, "polite", check=notices.check).all(
         [comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
-    targets = build_targets(plan.job, shapes)
+    targets = build_targets(spec.job, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
     Waiter(MPI, "polite", check=notices.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
-    waiter = Waiter(MPI, resolve_wait(plan.wait, comm), hi=SLEEP_IDLE)
+    waiter = Waiter(MPI, resolve_wait(spec.wait, comm), hi=SLEEP_IDLE)
     worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices)
     worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
