@@ -91,7 +91,7 @@ class ProbeRounds:
             Y_true = setup.reference(X)[0]
             if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
                 Y_true = np.ones((self.workers, setup.target.output_dim))
-            rec = master.round(setup, "uncoded", 0, t, X, Y_true, delays)
+            rec = master.round(setup, "uncoded", t, X, Y_true, delays)
             # between rounds, as a run's decode: the workers wait for their next task
             self.master_work[t] = reference_work()
             out.trial(t, {"uncoded": rec})
@@ -160,7 +160,7 @@ class ProbeWork:
         """Rounds done."""
         return self.arrivals.done
 
-    def rounds(self, master):
+    def run_rounds(self, master):
         from ..core.driver import run_points
         from ..core.progress import Progress
 

@@ -44,7 +44,7 @@ class RunWork:
 
         self.run.set_hosts([self.MPI.Get_processor_name()] + worker_hosts(master))
 
-    def rounds(self, master):
+    def run_rounds(self, master):
         self.run.run(master)  # the file closed with complete = false if the rounds end early
 
     def complete(self, master):

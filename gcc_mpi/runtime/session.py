@@ -11,7 +11,7 @@ Rank 0 (``lead``), in order:
 1. the job set up and checked (``work.prepare``: data, f, codes, the output file; a JobError is
    announced to every worker, exit code 2 everywhere);
 2. the start-up message and the handshake (``startup``): pids and hosts, f built everywhere;
-3. the rounds (``work.rounds``), listening to the workers' NOTICEs all along;
+3. the rounds (``work.run_rounds``), listening to the workers' NOTICEs all along;
 4. the ending (``ending``): after an interruption the rounds in flight are abandoned; every
    worker is sent EXIT and says BYE; when that cannot be done, or the job cannot start or go
    on, MPI_Abort ends every process of the job with one line saying why.
@@ -79,7 +79,7 @@ class Work(Protocol):
     def started(self, master) -> None:
         """After the handshake: the ranks' pids and hosts are known (``master.peers``)."""
 
-    def rounds(self, master) -> None:
+    def run_rounds(self, master) -> None:
         """Every round of the work with ``master`` as the engine; raises Interrupted or
         WorkerLost when it ends early."""
 
@@ -189,7 +189,7 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
                  "permanent straggler")
     master.listen()
     try:
-        work.rounds(master)
+        work.run_rounds(master)
     except (Interrupted, WorkerLost) as e:
         return Ending(e.code, master, interrupted=e)
     work.complete(master)
