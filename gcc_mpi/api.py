@@ -202,11 +202,17 @@ def to_dataframe(results, *, trials=False, labels=None):
     Returns
     -------
     pandas.DataFrame
+
+    Raises
+    ------
+    ModuleNotFoundError
+        pandas is not installed (a missing package, not a bad job: not a JobError).
     """
     try:
         import pandas as pd
     except ImportError:
-        raise JobError("to_dataframe", 'needs pandas: pip install "gcc_mpi[pandas]"') from None
+        raise ModuleNotFoundError('to_dataframe needs pandas: pip install "gcc_mpi[pandas]"',
+                                  name="pandas") from None
     if isinstance(results, list) and results and isinstance(results[0], dict):
         rows = results  # already summarised
     elif trials:

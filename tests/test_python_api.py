@@ -173,7 +173,8 @@ def test_the_command_line_validates_with_the_apis_check(tmp_path, monkeypatch, c
 def test_to_dataframe_without_pandas_names_the_extra(tmp_path, monkeypatch):
     (tmp_path / "api.toml").write_text(JOB)
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(gcc_mpi.JobError, match=r'needs pandas: pip install "gcc_mpi\[pandas\]"'):
+    with pytest.raises(ModuleNotFoundError,
+                       match=r'needs pandas: pip install "gcc_mpi\[pandas\]"'):
         gcc_mpi.to_dataframe([{"point": {}, "scheme": "bacc"}])
 
 
