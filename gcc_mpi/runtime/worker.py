@@ -23,11 +23,12 @@ If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (a
 message saying why) and goes on: the master counts that result as an erasure.
 
 SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: the worker
-tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome), rank 0 stops the round
-and sends EXIT, and the worker leaves as usual: on EXIT ``Worker.serve`` sends its last NOTICE,
-the BYE that rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE
-seconds of the signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's
-dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
+tells rank 0 (a NOTICE, taken on the next turn of whatever rank 0 waits for: no rank blocks
+inside MPI), rank 0 stops the round and sends EXIT, and the worker leaves as usual: on EXIT
+``Worker.serve`` sends its last NOTICE, the BYE that rank 0's shutdown awaits (protocol). Only
+if no EXIT comes within WORKER_GRACE seconds of the signal (rank 0 gone or stuck) does the
+worker end the job itself. Hydra's dead-process notice (SIGUSR1) is passed on to rank 0 the
+same way.
 
 Under ULFM a worker whose MPI call fails because the communicator was revoked (rank 0, or any
 rank, ended the job: ``mpi.abort``) or rank 0 died leaves at once, with exit code 0: the rank
