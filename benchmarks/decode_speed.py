@@ -42,7 +42,7 @@ from common import JOBS, point_setup  # first: it keeps BLAS single-threaded bef
 import numpy as np
 
 from gcc_mpi.codes.lengthscale import LengthscaleSmoother
-from gcc_mpi.codes.smoother import KernelSmoother
+from gcc_mpi.codes.kernel_smoother import KernelSmoother
 from gcc_mpi.codes.windowed import WindowedSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 

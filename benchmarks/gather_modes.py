@@ -54,7 +54,7 @@ def timed_rounds(master, setup, trials, start, delay):
         delays = np.full_like(delays, delay)
         drain = master.stats["drain"]
         c0 = time.process_time()
-        rec = master.round(setup, SCHEME, 0, t, X, Y, delays)
+        rec = master.round(setup, SCHEME, t, X, Y, delays)
         cpu.append(1e3 * (time.process_time() - c0))
         protocol.append(1e3 * (rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain))
     return protocol, cpu

@@ -14,7 +14,7 @@ from scipy.interpolate import make_smoothing_spline
 
 from gcc_mpi.codes.kernels import matern52, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
-from gcc_mpi.codes.smoother import KernelSmoother
+from gcc_mpi.codes.kernel_smoother import KernelSmoother
 
 
 def main():

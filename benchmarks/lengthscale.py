@@ -26,7 +26,7 @@ import numpy as np
 from cases import GROUPS, SHIPPED, TUNING, each_case, setup_of
 
 from gcc_mpi.codes import make_code
-from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
+from gcc_mpi.codes.smoothing_code import WINDOWED_ABOVE
 from gcc_mpi.core.simulate import simulate_scheme
 from gcc_mpi.core.point import scheme_options
 

@@ -74,7 +74,7 @@ def runtime_block(master, setup, trials, start):
         X, Y, delays = setup.inputs(0, t)
         drain = master.stats["drain"]
         t0 = time.perf_counter()
-        rec = master.round(setup, SCHEME, 0, t, X, Y, delays)
+        rec = master.round(setup, SCHEME, t, X, Y, delays)
         rounds.append(time.perf_counter() - t0)
         protocol.append(rec["t_scatter"] + rec["t_wait"] + master.stats["drain"] - drain)
     return protocol, rounds

@@ -9,11 +9,18 @@ sets an attribute of the package).
 
 The names are imported on first use, not with the package: an MPI worker imports ``gcc_mpi`` and
 needs none of them (nor numpy's threads started before the command line limits them).
+
+The package logs what it says to its modules' loggers, under "gcc_mpi" (``gcc_mpi.logs``);
+only the command line writes them to stderr.
 """
 
+import logging
 from importlib import import_module
 
 __version__ = "0.1.0"
+
+# a library's practice: no output of its own until the application says where (gcc_mpi.logs)
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 # name -> the module that defines it
 _API = {

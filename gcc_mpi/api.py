@@ -75,7 +75,8 @@ def check(job, *, say=False):
     ----------
     job : Job
     say : bool
-        Also print the warnings to stderr, one line each, as the command line does.
+        Also log them (WARNING, logger "gcc_mpi.core.preflight"; the command line writes each
+        as a line on stderr, ``gcc_mpi.logs``).
 
     Returns
     -------
@@ -111,7 +112,8 @@ def run_simulation(job, output=None, *, point=None, overwrite=False, resume=Fals
     overwrite, resume : bool
         Replace an existing ``output``, or append the trials it lacks.
     progress : bool
-        Show progress on stderr.
+        Show progress on stderr (a display, not a log: it goes to stderr whatever the logging).
+        What the run says otherwise (the checks' warnings) is logged under "gcc_mpi".
     stop : interrupts.InterruptFlag, optional
         Ends the run early (SIGTERM, SIGINT, ``job.time_limit``) by raising
         ``interrupts.Interrupted`` between trials; ``output`` keeps every finished trial
@@ -200,11 +202,17 @@ def to_dataframe(results, *, trials=False, labels=None):
     Returns
     -------
     pandas.DataFrame
+
+    Raises
+    ------
+    ModuleNotFoundError
+        pandas is not installed (a missing package, not a bad job: not a JobError).
     """
     try:
         import pandas as pd
     except ImportError:
-        raise JobError("to_dataframe", 'needs pandas: pip install "gcc_mpi[pandas]"') from None
+        raise ModuleNotFoundError('to_dataframe needs pandas: pip install "gcc_mpi[pandas]"',
+                                  name="pandas") from None
     if isinstance(results, list) and results and isinstance(results[0], dict):
         rows = results  # already summarised
     elif trials:

@@ -8,7 +8,7 @@ from gcc_mpi.codes import CLASSES, DecodeError, make_code
 from gcc_mpi.codes.berrut import berrut_matrix
 from gcc_mpi.codes.kernels import KERNELS, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
-from gcc_mpi.codes.smoother import KernelSmoother
+from gcc_mpi.codes.kernel_smoother import KernelSmoother
 
 
 def berrut_direct(nodes, y, z):
@@ -209,7 +209,7 @@ def test_every_scheme_is_registered():
 
 
 def test_lambda_choice_breaks_ties_toward_less_smoothing():
-    from gcc_mpi.codes.smoother import smallest_near_min
+    from gcc_mpi.codes.kernel_smoother import smallest_near_min
 
     lams = np.array([1e-12, 1e-10, 1e-8, 1e-6])
     assert smallest_near_min(lams, np.array([2.0, 1.0, 1.0 + 1e-12, 3.0])) == 1e-10

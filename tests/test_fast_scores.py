@@ -11,7 +11,7 @@ import pytest
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52
 from gcc_mpi.codes.lengthscale import STRIDE, LengthscaleSmoother, lengthscale_grid
-from gcc_mpi.codes.smoother import smallest_near_min
+from gcc_mpi.codes.kernel_smoother import smallest_near_min
 from gcc_mpi.codes.windowed import LOCAL_TOL, WindowedSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 

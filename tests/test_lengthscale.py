@@ -12,7 +12,7 @@ from gcc_mpi.cli.main import main
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52
 from gcc_mpi.codes.lengthscale import START, LengthscaleSmoother, lengthscale_grid, search
-from gcc_mpi.codes.smoother import KernelSmoother
+from gcc_mpi.codes.kernel_smoother import KernelSmoother
 from gcc_mpi.codes.windowed_lengthscale import WindowedLengthscaleSmoother
 from gcc_mpi.job.parse import load_job
 from gcc_mpi.core.simulate import simulate_scheme

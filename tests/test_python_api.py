@@ -5,6 +5,7 @@ calls the same functions.
 """
 
 import ast
+import logging
 import os
 import pkgutil
 import re
@@ -172,5 +173,39 @@ def test_the_command_line_validates_with_the_apis_check(tmp_path, monkeypatch, c
 def test_to_dataframe_without_pandas_names_the_extra(tmp_path, monkeypatch):
     (tmp_path / "api.toml").write_text(JOB)
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(gcc_mpi.JobError, match=r'needs pandas: pip install "gcc_mpi\[pandas\]"'):
+    with pytest.raises(ModuleNotFoundError,
+                       match=r'needs pandas: pip install "gcc_mpi\[pandas\]"'):
         gcc_mpi.to_dataframe([{"point": {}, "scheme": "bacc"}])
+
+
+def test_the_library_says_nothing_unless_its_user_asks(tmp_path, monkeypatch, capsys, caplog):
+    """The package only logs (a NullHandler of its own): nothing on stderr from the API; a
+    user's handler gets the records, and a level quiets them."""
+    from gcc_mpi.logs import Stderr
+
+    logger = logging.getLogger("gcc_mpi")  # as a fresh interpreter has it, without the CLI's
+    monkeypatch.setattr(logger, "handlers", [h for h in logger.handlers
+                                             if not isinstance(h, Stderr)])
+    before = logger.level
+    logger.setLevel(logging.NOTSET)  # setLevel, not an assignment: it clears the loggers' caches
+    try:
+        said_only_if_asked(tmp_path, logger, capsys, caplog)
+    finally:
+        logger.setLevel(before)
+
+
+def said_only_if_asked(tmp_path, logger, capsys, caplog):
+    (tmp_path / "f.py").write_text("def labels(x):\n    return (x[:, :1] > 0).astype(int)\n")
+    (tmp_path / "job.toml").write_text('[target]\nkind = "python"\nfunction = "f.py:labels"\n'
+                                       '[data]\nsource = "gaussian"\ndim = 3\nbatch = 3\n'
+                                       '[code]\nworkers = 6\nschemes = ["gcc"]\n')
+    job = gcc_mpi.load_job(tmp_path / "job.toml")
+    with caplog.at_level(logging.WARNING, logger="gcc_mpi"):
+        warnings = gcc_mpi.check(job, say=True)
+    assert len(warnings) == 1 and "f returns integers" in warnings[0]
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == \
+        [("gcc_mpi.core.preflight", "WARNING", warnings[0])]
+    assert capsys.readouterr().err == ""
+    caplog.clear()
+    logger.setLevel(logging.ERROR)
+    assert gcc_mpi.check(job, say=True) == warnings and caplog.records == []

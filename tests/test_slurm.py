@@ -337,8 +337,8 @@ def test_which_environments_mean_several_tasks(monkeypatch):
     assert launcher.several_tasks_error("simulate") is None
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "3")  # srun -n 3
     line = launcher.several_tasks_error("run")
-    assert line.startswith("gcc_mpi: error: MPI sees a single process in each task, but the "
-                           "launcher started 3 tasks (SLURM_STEP_NUM_TASKS=3)")
+    assert line.startswith("MPI sees a single process in each task, but the launcher started 3 "
+                           "tasks (SLURM_STEP_NUM_TASKS=3)")  # logged as an error
     assert "\n" not in line and "`srun --mpi=pmi2`" in line and "mpiexec" in line
     monkeypatch.setenv("SLURM_PROCID", "2")
     assert launcher.several_tasks_error("run") == ""  # refused too, silently: task 0 says it
@@ -349,7 +349,7 @@ def test_which_environments_mean_several_tasks(monkeypatch):
     assert launcher.launched_tasks() == (12, "PMI_SIZE", 0)
     assert "mpiexec" in launcher.several_tasks_error("run")
     assert launcher.several_tasks_error("simulate").startswith(
-        "gcc_mpi: error: simulate runs in one process, but the launcher started 12 tasks "
+        "simulate runs in one process, but the launcher started 12 tasks "
         "(PMI_SIZE=12)")
 
 

@@ -9,8 +9,8 @@ import pytest
 from gcc_mpi.codes import make_code
 from gcc_mpi.codes.kernels import matern52, spline_semikernel
 from gcc_mpi.codes.points import chebyshev_alpha, chebyshev_beta
-from gcc_mpi.codes.smoother import KernelSmoother
-from gcc_mpi.codes.smoothing import WINDOWED_ABOVE
+from gcc_mpi.codes.kernel_smoother import KernelSmoother
+from gcc_mpi.codes.smoothing_code import WINDOWED_ABOVE
 from gcc_mpi.codes.windowed import WindowedSmoother
 
 KERNELS = {"spline": (spline_semikernel, 2),

@@ -4,12 +4,15 @@ work. Nothing is imported before a command needs it: an MPI worker runs this mod
 imports only the job's parser and its f.
 """
 
+import logging
 import shlex
-import sys
 from pathlib import Path
 
 from ..errors import JobError
 from ..files.outputs import default_output
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 
 def load_job_from(args, defaults=None):
@@ -79,12 +82,12 @@ def cmd_run(args):
     from ..runtime import session
 
     job = job_for_ranks(args, ranks)  # bad input: exit 2 on every rank, before MPI starts
-    plan = session.Plan(job, tuple(points_of(args, job)),
+    spec = session.Spec(job, tuple(points_of(args, job)),
                         Path(args.output) if args.output else default_output(job, args.point),
                         overwrite=args.overwrite, resume=args.resume, wait=args.wait,
                         quiet=args.quiet, command=recorded_command(args, ranks),
                         summary=results_table)
-    return session.run(plan)
+    return session.run(spec)
 
 
 def single_process(args):
@@ -94,9 +97,9 @@ def single_process(args):
     ranks = 1 + max(p.config.code.workers for p in points_of(args, job))
     given = args.argv if args.argv else (["run", args.job] if args.job else [])
     command = " ".join([args.prog, *map(shlex.quote, given)])
-    print(f"gcc_mpi: this is a single process, so there are no MPI workers; launch the "
-          f"distributed run with `mpiexec -n {ranks} {command}` (rank 0 and N = code.workers "
-          "workers). Running the job in the simulator instead.", file=sys.stderr)
+    log.info("this is a single process, so there are no MPI workers; launch the distributed "
+             "run with `mpiexec -n %s %s` (rank 0 and N = code.workers workers). Running the "
+             "job in the simulator instead.", ranks, command)
     return cmd_simulate(args)
 
 
@@ -116,7 +119,7 @@ def cmd_simulate(args):
     refusal = several_tasks_error("simulate")  # srun -n 3 ... simulate: 3 copies, one file
     if refusal is not None:
         if refusal:
-            print(refusal, file=sys.stderr)
+            log.error("%s", refusal)
         return 2
     interrupts = InterruptFlag()  # job.time_limit counts from here
     job = load_job_from(args)
@@ -152,10 +155,10 @@ def cmd_probe(args):
 
     job = probe_job(user, ranks, args.rounds)  # bad input: exit 2 on every rank, before MPI
     output = Path(args.output) if args.output else default_output(job, kind="probe")
-    plan = session.Plan(job, tuple(job.points), output, overwrite=args.overwrite,
+    spec = session.Spec(job, tuple(job.points), output, overwrite=args.overwrite,
                         wait=args.wait, quiet=args.quiet, command=recorded_command(args, ranks),
                         probe_rounds=args.rounds, summary=probe_table)
-    return session.run(plan)
+    return session.run(spec)
 
 
 def probe_table(path):
@@ -188,7 +191,7 @@ def cmd_merge(args):
 
     report = merge(args.paths, args.output, overwrite=args.overwrite,
                    command=recorded_command(args))
-    print(report, file=sys.stderr)
+    log.info("%s", report, extra=PLAIN)
     return 0
 
 
@@ -198,8 +201,8 @@ def cmd_validate(args):
     job = load_job_from(args)
     check(job, say=True)  # what simulate and run check before any work, the same function
     print(job.to_toml(), end="")
-    print(f"# {len(job.points)} sweep point(s), {job.config.job.trials} trials each: valid",
-          file=sys.stderr)
+    log.info("# %s sweep point(s), %s trials each: valid", len(job.points),
+             job.config.job.trials, extra=PLAIN)
     return 0
 
 

@@ -6,6 +6,7 @@ command needs it.
 """
 
 import argparse
+import logging
 import os
 import sys
 
@@ -16,7 +17,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from .. import __version__
 from ..errors import JobError, ResourceError, resource_line
+from ..logs import to_stderr
 
+log = logging.getLogger(__name__)
 
 # seconds a rank other than 0 waits before it exits on an error that rank 0 reports
 RANK_0_FIRST = 5.0
@@ -137,6 +140,7 @@ def _probe_args(sub):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    to_stderr()  # the package's records as this command line's lines (gcc_mpi.logs)
     try:
         # run is the default command: no arguments, or options only (-o OUT.h5, --set ...)
         leading_option = argv and argv[0].startswith("-") and argv[0] not in (
@@ -150,10 +154,10 @@ def main(argv=None):
         from ..core.launcher import launcher_rank
 
         if not launcher_rank():  # under mpiexec, one line from rank 0 rather than one per rank
-            print(f"gcc_mpi: error: {e}", file=sys.stderr)
+            log.error("%s", e)
         code = 2
     except (ResourceError, MemoryError) as e:  # no disk or memory left: one line, the file kept
-        print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr)
+        log.error("%s", resource_line(e))
         code = 1
     except BrokenPipeError:
         # whoever read stdout has gone (`analyze out.h5 | head`): end quietly as a shell tool

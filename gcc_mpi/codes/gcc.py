@@ -7,12 +7,10 @@ the lengthscale among the candidates of lengthscale.py per fit, jointly with lam
 fixed multiple of the data points' spacing pi / K, at most ENC_MAX. The decoder chooses by
 exact leave-one-out, walking over the candidates from the most frequent choice (lengthscale.py).
 The encoder interpolates (lambda_enc -> 0) and cannot see f: its lengthscale is 4 spacings for
-gcc and 2 for gcc-manifold. No criterion on the inputs alone did as well (leave-one-out and the
-marginal likelihood of the inputs along alpha pick short ones and lose 3-27 dB on polynomials);
-one spacing, the earlier rule, loses 1-8 dB on polynomials and softmax, and gains 0.3-2.3 dB on
-ReLU networks; gcc-manifold's curve follows the data and does best with 2 (docs/science.md),
-doubled where its curve would swing far from the data (gcc_manifold.REACH). An encoder rule that
-evaluates f on pilot trials was tried and not kept: its choices were within its own noise.
+gcc and 2 for gcc-manifold, whose curve follows the data, doubled where its curve would swing
+far from the data (gcc_manifold.REACH). These lose the least over every workload measured; no
+criterion on the inputs alone does as well (docs/science.md, "Lengthscale", holds the
+measurements and the rules that were compared).
 
 The decoder ("decoder" = "auto", the default) also fits in the input space (chords.py): a kernel
 of the distances between the received coded inputs and the batch, which the master knows, instead
@@ -32,14 +30,14 @@ from . import chords
 from .chords import chord_smoother
 from .kernels import KERNELS, LENGTHSCALE_FREE
 from .lengthscale import MULTIPLES, START, LengthscaleSmoother, spacing
-from .smoothing import WINDOWED_ABOVE, SmoothingCode
+from .smoothing_code import WINDOWED_ABOVE, SmoothingCode
 from .windowed_lengthscale import WindowedLengthscaleSmoother
 
 
 # The encoder's "auto" lengthscale exceeds neither the half-width of [-1, 1] nor one spacing, if
-# that is longer: beyond it the fit is nearly polynomial over the whole interval, and at K = 3
-# (the default job on 8 ranks) 4 spacings (4.2) cost 3.4 dB against 1.0; at K = 1 and 2 one
-# spacing (pi, pi / 2) is what the earlier rule used; 1.0 lost 17 dB at K = 1 (4 ranks).
+# that is longer: beyond it the fit is nearly polynomial over the whole interval (at K = 3, the
+# default job on 8 ranks, 4 spacings (4.2) cost 3.4 dB against 1.0); at K = 1 and 2 one spacing
+# (pi, pi / 2) stays, as 1.0 loses 17 dB at K = 1 (docs/science.md).
 ENC_MAX = 1.0
 # Results per input from which the "auto" decoder compares the input space with z (see above).
 DENSE = 4

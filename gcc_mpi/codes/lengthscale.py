@@ -4,8 +4,8 @@ GCC's kernels have a lengthscale l. With ``lengthscale = "auto"`` a fit consider
 ``lengthscale_grid(K)``: multiples of the spacing of the K data points alpha (pi / K in the middle
 of K Chebyshev points), since the function the decoder fits, f(u_enc(z)), varies on that scale.
 Every candidate scored gets one eigendecomposition, K_l = W_l diag(s_l) W_l^T, and as in
-smoother.py every lambda is then a sum over s_l for all m outputs at once. A criterion scores
-every (l, lambda) pair:
+kernel_smoother.py every lambda is then a sum over s_l for all m outputs at once. A criterion
+scores every (l, lambda) pair:
 - "loo": the exact leave-one-out error sum_i |c_i / (K_l + lam)^-1_ii|^2 (Rippa's formula);
 - "gcv": n * RSS / tr(I - H)^2;
 - "ml": the marginal likelihood of a Gaussian process with kernel sigma^2 K_l and noise
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR, dof_cap, first_near_min
+from .kernel_smoother import GRID, LAMBDA_FLOOR, dof_cap, first_near_min
 
 # Candidates as multiples of the data points' spacing pi / K: from half a spacing (the fit
 # reverts to zero between points) to 16 (a nearly polynomial fit across the interval).

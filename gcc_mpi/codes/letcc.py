@@ -5,7 +5,7 @@ lam * integral u''^2, lam as in scipy.interpolate.make_smoothing_spline.
 """
 
 from .kernels import spline_semikernel
-from .smoothing import SmoothingCode
+from .smoothing_code import SmoothingCode
 
 
 class LeTCC(SmoothingCode):

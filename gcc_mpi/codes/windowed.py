@@ -1,4 +1,4 @@
-"""The kernel smoother of smoother.py for many points, computed in overlapping windows.
+"""The kernel smoother of kernel_smoother.py for many points, computed in overlapping windows.
 
 At the lambdas automatic selection picks for noiseless results, a smoother's hat matrix is local:
 the fit at a point hardly depends on data more than a few neighbours away (the cubic interpolating
@@ -20,7 +20,7 @@ approximated.
 
 import numpy as np
 
-from .smoother import GRID, LAMBDA_FLOOR, KernelSmoother, smallest_near_min
+from .kernel_smoother import GRID, LAMBDA_FLOOR, KernelSmoother, smallest_near_min
 
 # Largest hat weight a window's outermost point may have on its core: data beyond the window then
 # move the fit by less than this fraction of their own misfit.
@@ -55,7 +55,7 @@ def lambda_grid(drop):
 class _Windows:
     """Windows of one width around cores of ``core`` sorted points ``ts`` from ``first`` (B,)
     up to ``end`` (B,; a core may be short): the exact smoother of each window's points, in
-    the Demmler-Reinsch form of smoother.py."""
+    the Demmler-Reinsch form of kernel_smoother.py."""
 
     def __init__(self, ts, first, end, core, pad, kernel, q):
         n = len(ts)

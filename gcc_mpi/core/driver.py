@@ -21,12 +21,15 @@ The engines: the in-process simulator (``core.simulate.Simulator``) and the MPI 
 No MPI here.
 """
 
-import sys
+import logging
 from typing import Protocol
 
 import numpy as np
 
 from ..job.records import Records
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 
 class Engine(Protocol):
@@ -253,7 +256,7 @@ class JobRun:
             prepared = self.prepare()
         for line in (master_scale_line(prepared), self.wait_line(over_mpi=False)):
             if line:
-                print(line, file=sys.stderr)
+                log.info("%s", line)
         self.open("simulate")
         self.run(Simulator(self.interrupts))
 
@@ -287,8 +290,8 @@ class JobRun:
         if not self.quiet and self.summary is not None:
             print(self.summary(self.output))
         for line in lines:
-            print(line, file=sys.stderr)
-        print(f"wrote {self.output}", file=sys.stderr)
+            log.info("%s", line)
+        log.info("wrote %s", self.output, extra=PLAIN)
         return 0
 
     def stopped(self, why):
@@ -297,9 +300,7 @@ class JobRun:
         from .interrupts import kept_line
 
         if self.writer is None:  # stopped while the job was set up (``simulate``)
-            print(f"gcc_mpi: {why} before the first trial; {self.output} was not written",
-                  file=sys.stderr, flush=True)
+            log.info("%s before the first trial; %s was not written", why, self.output)
         else:
-            print(kept_line(why, self.done, self.total, self.output), file=sys.stderr,
-                  flush=True)
+            log.info("%s", kept_line(why, self.done, self.total, self.output))
         return why.code

@@ -42,8 +42,8 @@ class Interrupted(BaseException):
 
 def kept_line(why, done, total, path):
     """The line a job stopped early ends with, whichever way it ran (simulate, an MPI run)."""
-    return (f"gcc_mpi: {why} after {done} of {total} trials; {path} holds them (complete = "
-            "false): the same command with --resume continues")
+    return (f"{why} after {done} of {total} trials; {path} holds them (complete = false): the "
+            "same command with --resume continues")
 
 
 def wait_line(seconds, over_mpi, inputs=1):
@@ -61,7 +61,7 @@ def wait_line(seconds, over_mpi, inputs=1):
                  "(SIGTERM to it alone, job.time_limit)")
     else:
         where = f"inside compiled code (up to {inputs} inputs a call)"
-    return (f"gcc_mpi: f took {seconds:.1f} s on one input: a stop (SIGTERM, SIGINT, "
+    return (f"f took {seconds:.1f} s on one input: a stop (SIGTERM, SIGINT, "
             f"job.time_limit) drops the trial under way at once, but may wait about that long "
             f"per input for a call of f under way {where}")
 

@@ -54,10 +54,10 @@ def launched_tasks():
 
 
 def several_tasks_error(command):
-    """The one line that refuses ``command`` ("run": MPI's world turned out to be one process;
+    """The error (logged) that refuses ``command`` ("run": MPI's world turned out to be one process;
     "simulate") when the launcher started several tasks, each of which would run the whole job
-    and write the same file; None when it did not. Task 0 gets the line and the others "", so
-    that a launch prints it once."""
+    and write the same file; None when it did not. Task 0 gets the message and the others "",
+    so that a launch says it once."""
     found = launched_tasks()
     if found is None or found[0] < 2:
         return None
@@ -75,7 +75,7 @@ def several_tasks_error(command):
         fix = ("this launcher's PMI is not the one of the MPI that mpi4py uses: launch with "
                "that MPI's mpiexec (python -c 'from mpi4py import MPI; "
                "print(MPI.Get_library_version())' names it)")
-    line = (f"gcc_mpi: error: {problem}, but the launcher started {tasks} tasks "
+    line = (f"{problem}, but the launcher started {tasks} tasks "
             f"({var}={tasks}), each of which would run the whole job and write its output: "
             f"{fix}")
     return line if not task else ""

@@ -13,13 +13,15 @@ labels is not smooth, so approximate codes decode it poorly; return scores), and
 scheme decoding K inputs from fewer than K results (N - S < K). No MPI here, no output written.
 """
 
-import sys
+import logging
 
 import numpy as np
 
 from . import resources
 from ..job.rules import resolved_stragglers
 from ..job.stragglers import MODELS
+
+log = logging.getLogger(__name__)
 
 
 def checked_setup(job, points=None, *, output=None, resume=False, ranks=None, local_ranks=None,
@@ -128,15 +130,14 @@ def _fairness(c, codes, count, total):
             f"or S <= {max(N - K, 0)}, or data.batch <= {N - S})")
 
 
-def report(job, warnings, stream=None):
-    """Print what the default job chose and the warnings, one line each, from one process only
-    (rank 0 under a launcher)."""
+def report(job, warnings):
+    """Log what the default job chose (INFO) and the warnings (WARNING), one record each, from
+    one process only (rank 0 under a launcher)."""
     from .launcher import launcher_rank
 
     if launcher_rank():
         return
-    stream = stream or sys.stderr
     if job.note:
-        print(f"gcc_mpi: {job.note}", file=stream)
+        log.info("%s", job.note)
     for w in warnings:
-        print(f"gcc_mpi: warning: {w}", file=stream)
+        log.warning("%s", w)

@@ -1,5 +1,9 @@
 """Progress on stderr (rank 0 or the simulator): sweep points and trials done, rate and ETA — a
-bar redrawn in place on a terminal, a plain line every ``every`` seconds in a batch log."""
+bar redrawn in place on a terminal, a plain line every ``every`` seconds in a batch log.
+
+A display the user asked for (no ``--quiet``, ``run_simulation(progress=True)``), written to
+its stream, not a log record: a bar redrawn with "\r" is no line a log handler could pass on,
+and asking for progress shows it whatever the logging says."""
 
 import sys
 import time

@@ -36,7 +36,7 @@ from ..job.registry import SMOOTHING
 from ..job.records import SCALARS
 from ..files.format import chunk_rows
 
-WINDOWED_ABOVE = 400          # as codes.smoothing.WINDOWED_ABOVE
+WINDOWED_ABOVE = 400          # as codes.smoothing_code.WINDOWED_ABOVE
 WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most (N = 4096)
 BASE_BYTES = 80 * 2**20       # one Python rank with numpy, scipy and h5py imported
 BLOCK_CELLS = 2**22           # simulator blocks: (trials in a block) x N x schemes at most

@@ -72,8 +72,8 @@ def master_scale_line(prepared):
     trace = next((s.trace for _, s in prepared if s.trace is not None), None)
     if trace is None or trace.master is None:
         return None
-    return (f"gcc_mpi: encode and decode times x {master_scale(trace):.2f}: rank 0 of the "
-            f"probe took {1e3 * trace.master:.2f} ms for a reference computation that takes "
+    return (f"encode and decode times x {master_scale(trace):.2f}: rank 0 of the probe took "
+            f"{1e3 * trace.master:.2f} ms for a reference computation that takes "
             f"{1e3 * own_reference():.2f} ms here ({trace.source})")
 
 

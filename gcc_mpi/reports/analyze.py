@@ -23,14 +23,15 @@ is ``None`` below about 370 trials, too few to bound the tail from above. All de
 
 import csv
 import json as _json
+import logging
 import os
-import sys
 
 import numpy as np
 
 from . import comparison
 from ..errors import JobError
 from ..files.outputs import refuse
+from ..logs import PLAIN
 from .rates import (FLOOR_DB, Rate, fit_rate_details, fit_rates,  # noqa: F401  (interface)
                     format_rates, rates_json)
 from ..files.reader import Results, read_results
@@ -38,6 +39,9 @@ from .statistics import (
     ERASURE_KINDS, STATS, finite_or_none, summarize,
 )
 from .tables import aligned, format_param
+
+log = logging.getLogger(__name__)
+
 
 def _erasure_text(r):
     shown = [f"{n} {k}" for k, n in r["erasures"].items() if n]
@@ -262,13 +266,13 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         from .plots import save_all
 
         for figure in _writing("--plot", plot, lambda: save_all(*made, plot)):
-            print(f"wrote {figure}", file=sys.stderr)
+            log.info("wrote %s", figure, extra=PLAIN)
     if html:
         from .html import build
 
         page = build(analysis, rate, made)
         _writing("--html", html, lambda: _write_text(html, page))
-        print(f"wrote {html}", file=sys.stderr)
+        log.info("wrote %s", html, extra=PLAIN)
     if json and rate:
         shown = {label: rates_json(r, rate) for label, r in rates.items()}
         print(_json.dumps(_clean(shown if analysis.several else shown[None])))
@@ -281,8 +285,8 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
             print((f"{label}: " if label else "") + format_rates(r, rate))
     for r in analysis.results:
         if not r.complete:
-            print(f"note: {r.path} is incomplete (run interrupted or still running)",
-                  file=sys.stderr)
+            log.warning("note: %s is incomplete (run interrupted or still running)", r.path,
+                        extra=PLAIN)
     return 0
 
 

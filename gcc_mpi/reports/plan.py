@@ -22,8 +22,8 @@ lowest p99 wins (again within 5 %), then the one with the fewest workers.
 
 import json
 import math
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +31,10 @@ import numpy as np
 
 from ..errors import JobError
 from ..files.outputs import job_inputs, refuse
+from ..logs import PLAIN
 from .tables import aligned
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
@@ -273,7 +276,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
         print(_table(cands, front, best, target_nmse))
     if plot:
         drawn = plot_plan(cands, front, best, target_nmse, plot, job.config.job.name)
-        print(f"wrote {drawn}", file=sys.stderr)
+        log.info("wrote %s", drawn, extra=PLAIN)
     if best is None:
         return _none_meets(cands, target_nmse)
     what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
@@ -287,7 +290,7 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
                   f"gcc_mpi run {write}`.\n\n")
         where = Path(write).resolve().parent
         write_job(write, best_job(job, base, best, trace_abs, where), header, overwrite)
-        print(f"wrote {write}", file=sys.stderr)
+        log.info("wrote %s", write, extra=PLAIN)
     return 0
 
 
@@ -324,5 +327,5 @@ def _none_meets(cands, target_nmse):
                   default=None)
     hint = "" if closest is None else (f"; the most accurate is {closest['scheme']} at N = "
                                        f"{closest['N']}, {closest['mse_db']:.2f} dB")
-    print(f"gcc_mpi: plan: no configuration meets {target_nmse:g} dB{hint}", file=sys.stderr)
+    log.info("plan: no configuration meets %g dB%s", target_nmse, hint)
     return 1

@@ -2,8 +2,8 @@
 JSON and a figure (the file itself is traces.py's)."""
 
 import json
+import logging
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,9 @@ from .canvas import figure, require_matplotlib, save
 from .tables import aligned
 from ..files.traces import FORMAT, read_probe
 from ..files.outputs import refuse
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 QUANTILES = (50, 90, 99)
 
@@ -119,7 +122,7 @@ def main_analyze_probe(path, json_out=False, plot=None, overwrite=False):
                inputs=[path])
     s = summarize_probe(p)
     if plot:
-        print(f"wrote {plot_probe(p, plot, Path(path).stem)}", file=sys.stderr)
+        log.info("wrote %s", plot_probe(p, plot, Path(path).stem), extra=PLAIN)
     if json_out:
         print(json.dumps(s, indent=2))
     else:
@@ -130,5 +133,5 @@ def main_analyze_probe(path, json_out=False, plot=None, overwrite=False):
               "injected delay)")
         print(format_probe(s))
     if not s["complete"]:
-        print(f"note: {path} is incomplete (the probe was stopped)", file=sys.stderr)
+        log.warning("note: %s is incomplete (the probe was stopped)", path, extra=PLAIN)
     return 0

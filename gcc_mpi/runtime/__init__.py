@@ -2,7 +2,7 @@
 n + 1). Everything that touches MPI lives in this package, and nothing here imports the
 simulator or the reports:
 
-- ``session``:  one owner of a rank's life — ``run(plan)`` (the ``run`` and ``probe``
+- ``session``:  one owner of a rank's life — ``run(spec)`` (the ``run`` and ``probe``
                 commands) and ``block`` (rounds inside a program already up: benchmarks);
 - ``run``, ``probe``: what rank 0 does in a run and in a probe, step by step;
 - ``startup``:  the start-up message and the handshake (HELLO, READY);

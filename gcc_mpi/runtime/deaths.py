@@ -20,12 +20,14 @@ death that no way can name within FIND_DEAD s ends the job (``WorkerLost``): hyd
 process on another node, or MPI's report of a failure that ``Get_failed`` never names.
 """
 
-import sys
+import logging
 import time
 
 from ..core.erasures import LOST
 from .mpi import RankFailure
 from .warden import process_gone
+
+log = logging.getLogger(__name__)
 
 FIND_DEAD = 2.0    # seconds to look for the dead rank after a report that names none
 LOOK_EVERY = 0.5   # seconds between looks for ended worker processes under ULFM
@@ -142,9 +144,9 @@ class Deaths:
             events.lost(rank, point, trial)
         pid, host = self.peers.get(rank, (None, None))
         where = f", pid {pid}" + (f" on {host}" if host != self.host else "")
-        print(f"gcc_mpi: rank {rank} (worker {rank - 1}{where}) died during trial {trial} of "
-              f"point {point}; it is a permanent straggler from now on (error code {LOST} in "
-              "the file)", file=sys.stderr, flush=True)
+        log.info("rank %s (worker %s%s) died during trial %s of point %s; it is a permanent "
+                 "straggler from now on (error code %s in the file)", rank, rank - 1, where,
+                 trial, point, LOST)
 
     def _failed(self):
         """ULFM: every rank MPI knows to have failed (acknowledged, so that any-source

@@ -10,7 +10,7 @@ Every ending, whoever drives the master (a run, a probe, a benchmark's block), g
 ``shutdown``: EXIT to every live worker, every one's BYE, LEAVE (protocol).
 """
 
-import sys
+import logging
 import time
 
 import numpy as np
@@ -20,6 +20,8 @@ from .deaths import WorkerLost
 from .hung import Stuck
 from .master import GRACE
 from .mpi import RankFailure, abort
+
+log = logging.getLogger(__name__)
 
 
 def abandon(master, grace=GRACE):
@@ -110,5 +112,5 @@ def finish(master, code, stuck=None):
         why, code = str(e), code if stuck is None else stuck
     except WorkerLost as e:
         why, code = str(e), code or 1
-    print(f"gcc_mpi: {why}; ending the job with MPI_Abort", file=sys.stderr, flush=True)
+    log.critical("%s; ending the job with MPI_Abort", why)
     abort(master.comm, code)

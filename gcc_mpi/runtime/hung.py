@@ -49,9 +49,9 @@ MPICH's return 9). Rank 0 signals the processes of its own node; one on another 
 signalled by a live worker of that node (CTRL kind SIGNAL).
 """
 
+import logging
 import os
 import signal
-import sys
 import time
 
 import numpy as np
@@ -59,6 +59,8 @@ import numpy as np
 from . import protocol as P
 from .deaths import WorkerLost
 from .pace import SLEEP_IDLE, SLEEP_MIN, Backoff
+
+log = logging.getLogger(__name__)
 
 HANG_MIN = 3.0       # seconds: no worker counts as hung sooner (a loaded machine's stalls are less)
 HANG_FACTOR = 10.0   # ... nor sooner than 10 x its usual time beyond its delay (see above)
@@ -269,7 +271,7 @@ class Hung:
         said = f"rank {said} did not answer within {grace:g} s of being resumed (SIGCONT)"
         if not ft:
             raise Stuck(said)
-        print(f"gcc_mpi: {said}; ending it (SIGKILL)", file=sys.stderr, flush=True)
+        log.info("%s; ending it (SIGKILL)", said)
         for rank in left:
             deaths.expect(rank)
         self.signal(deaths, left, signal.SIGKILL)

@@ -17,27 +17,30 @@ file's ``hung`` attribute; back in the rounds when it answers again; resumed or 
 the EXITs (``ending``).
 """
 
-import sys
+import logging
 
 import numpy as np
 
 from ..core.erasures import HUNG, LOST
 from . import protocol as P
 
+log = logging.getLogger(__name__)
+
 
 class Losses:
     """What rank 0 does when it loses a worker (``deaths`` and ``hung`` say which): told, when
-    built, the master's ``deaths``, ``hung`` and ``notices``, its ``rounds`` in flight (slot ->
+    built, the master's ``deaths``, ``hung`` and ``notices``, its rounds ``in_flight`` (slot ->
     Round), ``where`` the rounds are (``master.Where``), its ``stats`` and ``orphans`` (requests
     to the dead that could not be completed), and ``events`` (where a loss is recorded, or
     None); ``requests`` is the master's side of the requests (``cancel``, ``send_control``,
     ``failure``, ``error``); ``use`` gives it each point's slots."""
 
-    def __init__(self, MPI, requests, deaths, hung, notices, rounds, where, stats, orphans,
+    def __init__(self, MPI, requests, deaths, hung, notices, in_flight, where, stats, orphans,
                  events=None):
         self.MPI, self.requests = MPI, requests
         self.deaths, self.hung, self.notices = deaths, hung, notices
-        self.rounds, self.where, self.stats, self.orphans = rounds, where, stats, orphans
+        self.in_flight, self.where, self.stats = in_flight, where, stats
+        self.orphans = orphans
         self.events = events
         self.slots = None
 
@@ -48,11 +51,11 @@ class Losses:
     def look(self, now):
         """Between waits: silence the workers newly past their due time, and say which of the
         silent ones answer again (their late replies discarded)."""
-        for rank in self.hung.look(self.rounds.values(), now):
+        for rank in self.hung.look(self.in_flight.values(), now):
             self.silence(rank)
         for rank in self.hung.poll(self.discard, self.slots):
-            print(f"gcc_mpi: rank {rank} answers again (its late replies were discarded); it "
-                  "gets tasks again", file=sys.stderr, flush=True)
+            log.info("rank %s answers again (its late replies were discarded); it gets tasks "
+                     "again", rank)
 
     def bury(self, failure=None):
         """After a process-failure error (ULFM), hydra's notice or an ended pid (``failure``,
@@ -61,13 +64,13 @@ class Losses:
         it LOST). WorkerLost when a death cannot be named (hydra's notice of a rank on another
         node) or the job was ended elsewhere."""
         found = self.deaths.news(failure)
-        point = self.where.point
+        point = self.where.index
         for rank in sorted(found):
             self.deaths.bury(rank, point, self.trial_owed(rank - 1), self.events)
             self.orphans.extend(self.hung.forget(rank))
             self.notices.forget(rank)
         self.stats["lost"] += len(found)
-        for r in self.rounds.values():
+        for r in self.in_flight.values():
             for k, w in enumerate(r.workers.tolist()):
                 if w + 1 in found:
                     self.forget(r, k, w)
@@ -76,7 +79,7 @@ class Losses:
     def trial_owed(self, w):
         """The trial a lost worker w is counted lost in: the oldest round in flight that waits
         for it, else the trial last started."""
-        return min((r.trial for r in self.rounds.values() if w in r.pending),
+        return min((r.trial for r in self.in_flight.values() if w in r.pending),
                    default=self.where.trial)
 
     def after_failure(self, failure):
@@ -88,7 +91,7 @@ class Losses:
             self.bury(failure)
             failure = None
             again = False
-            for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+            for r in sorted(self.in_flight.values(), key=lambda r: r.seq):
                 for w in sorted(r.pending):
                     i = r.slot * n + w
                     if i in done:
@@ -131,9 +134,9 @@ class Losses:
         waiting for it — one still waiting records it HUNG and sends it a STOP (so that it
         skips that task if it comes back) — and its requests in their slots are parked; it
         gets no task until they complete. Said on stderr and in the file's ``hung``."""
-        w, point, slots = rank - 1, self.where.point, self.slots
+        w, point, slots = rank - 1, self.where.index, self.slots
         t = self.trial_owed(w)
-        for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+        for r in sorted(self.in_flight.values(), key=lambda r: r.seq):
             if w not in r.pending:
                 continue
             if r.decided is None:
@@ -151,10 +154,9 @@ class Losses:
         if self.events is not None:
             self.events.hung(rank, point, t, host)
         waited = self.hung.waited.get(rank, 0.0)
-        print(f"gcc_mpi: rank {rank} (worker {w}, pid {pid} on {host}) has not answered for "
-              f"{waited:.1f} s, in trial {t} of point {point}; a straggler "
-              f"that the rounds no longer wait for (error code {HUNG} in the file) until it "
-              "answers", file=sys.stderr, flush=True)
+        log.info("rank %s (worker %s, pid %s on %s) has not answered for %.1f s, in trial %s "
+                 "of point %s; a straggler that the rounds no longer wait for (error code %s in "
+                 "the file) until it answers", rank, w, pid, host, waited, t, point, HUNG)
 
     def discard(self, rank, seq, trial, status):
         """A parked reply (``hung``) came: never used; a FAILED one's ERROR message too."""

@@ -72,15 +72,16 @@ class Round:
 
 
 class Where:
-    """The (point, trial) the rounds last started, for the messages about a lost worker."""
+    """The sweep point's ``index`` and the ``trial`` the rounds last started, for the messages
+    about a lost worker."""
 
-    __slots__ = ("point", "trial")
+    __slots__ = ("index", "trial")
 
     def __init__(self):
-        self.point = self.trial = 0
+        self.index = self.trial = 0
 
-    def at(self, point, trial):
-        self.point, self.trial = point, trial
+    def at(self, index, trial):
+        self.index, self.trial = index, trial
 
 
 class Master:
@@ -106,7 +107,7 @@ class Master:
         self.errors = {}        # (rank, seq) -> ERROR message received ahead of its reply
         self.unasked = []       # (rank, seq) of tasks cancelled without a STOP (``signalled``)
         self.slots = None       # the current point's buffers and persistent requests
-        self.rounds = {}        # slot -> Round in flight
+        self.in_flight = {}     # slot -> Round in flight
         self.unstarted = None   # the record of the last start that started no round
         self.limit = None       # perf_counter() bound on every wait while abandoning
         self.where = Where()    # (point, trial) last started, for messages
@@ -116,7 +117,7 @@ class Master:
         self.t0 = time.perf_counter()  # t_start and t_end of every round count from here
         self.stats = dict(rounds=0, tasks=0, used=0, unused=0, stopped=0, cancelled=0,
                           crossed=0, failed=0, lost=0, hung=0, drain=0.0)
-        self.losses = Losses(MPI, self, self.deaths, self.hung, self.notices, self.rounds,
+        self.losses = Losses(MPI, self, self.deaths, self.hung, self.notices, self.in_flight,
                              self.where, self.stats, self.orphans, events)
 
     def check(self):
@@ -143,16 +144,17 @@ class Master:
         self.waiter.listen(None)
         self.notices.close()
 
-    def open(self, setup, point, depth):
-        """Buffers and persistent requests for ``depth`` rounds of a point's shape."""
+    def open(self, setup, index, depth):
+        """Buffers and persistent requests for ``depth`` rounds of the shape of sweep point
+        ``index`` (an index here; ``run_point``'s ``point`` is the point itself)."""
         n = max(code.N for code in setup.codes.values())
         shape = (depth, n, setup.dataset.dim, setup.target.output_dim)
         self.depth, self.classifier = depth, setup.target.classifier
         if self.slots is None or not self.slots.fits(*shape):
             self.close()
-            self.slots = P.Slots(self.comm, *shape, point)
+            self.slots = P.Slots(self.comm, *shape, index)
         else:
-            self.slots.task[:, :, P.POINT] = point
+            self.slots.task[:, :, P.POINT] = index
         self.losses.use(self.slots)
 
     def close(self):
@@ -193,25 +195,25 @@ class Master:
                 if Y_true is None:  # f failed on the inputs: no round at all
                     whole.take(t, name, failed_record(setup.codes[name], delays, why))
                     continue
-                while len(self.rounds) >= self.depth:
+                while len(self.in_flight) >= self.depth:
                     whole.retired(self.advance())
-                if self.start(setup, name, p, t, X, Y_true, delays) is None:
+                if self.start(setup, name, t, X, Y_true, delays) is None:
                     whole.take(t, name, self.unstarted)  # its encode failed: no round
             whole.retired(())
-        while self.rounds:
+        while self.in_flight:
             whole.retired(self.advance())
 
-    def round(self, setup, name, point, trial, X, Y_true, delays):
-        """One scheme's record for one trial, computed by the workers with nothing else in
-        flight (after ``open``)."""
-        r = self.start(setup, name, point, trial, X, Y_true, delays)
+    def round(self, setup, name, trial, X, Y_true, delays):
+        """One scheme's record for one trial of the point ``open`` set up, computed by the
+        workers with nothing else in flight."""
+        r = self.start(setup, name, trial, X, Y_true, delays)
         if r is None:
             return self.unstarted
-        while self.rounds.get(r.slot) is r:
+        while self.in_flight.get(r.slot) is r:
             self.advance()
         return r.rec
 
-    def start(self, setup, name, point, trial, X, Y_true, delays):
+    def start(self, setup, name, trial, X, Y_true, delays):
         """Encode one scheme's inputs of a trial and scatter them in a free slot: the Round, or
         None when the encode failed (a plug-in's, ``trial.timed_encode``): no round starts, no
         worker gets a task, and ``unstarted`` holds the scheme's failed record."""
@@ -253,7 +255,7 @@ class Master:
         r.t_sent = time.perf_counter()
         if r.policy.deadline is not None:
             r.until = r.t_start + r.policy.deadline
-        self.rounds[slot] = r
+        self.in_flight[slot] = r
         self.stats["tasks"] += len(workers)
         return r
 
@@ -262,7 +264,7 @@ class Master:
         each reply, decide the rounds that stop waiting, retire the rounds whose every reply
         came. Returns the retired rounds."""
         # never longer than to the next look for silent workers (hung)
-        until = min([r.until for r in self.rounds.values() if r.t_stop is None and r.until]
+        until = min([r.until for r in self.in_flight.values() if r.t_stop is None and r.until]
                     + [self.hung.next_look] + ([self.limit] if self.limit is not None else []))
         try:
             done = self.waiter.some(self.slots.recvs, until)
@@ -270,22 +272,22 @@ class Master:
             done = self.losses.after_failure(e)
         now = time.perf_counter()
         if done:
-            n, rounds = self.slots.n, self.rounds
+            n, in_flight = self.slots.n, self.in_flight
             for i in done:  # in the order MPI reports them, as the simulator's arrival order
                 slot, w = divmod(i, n)
-                self.take(rounds[slot], w, now)
+                self.take(in_flight[slot], w, now)
         if self.unasked:
             self.signalled()
         self.losses.look(now)
         retired = []
-        for r in sorted(self.rounds.values(), key=lambda r: r.seq):
+        for r in sorted(self.in_flight.values(), key=lambda r: r.seq):
             if r.t_stop is None and (not r.pending or (r.until is not None and now > r.until)):
                 r.t_stop = now  # every reply came, or the deadline passed
             if r.t_stop is not None and r.decided is None:
                 self.decide(r)
             if r.decided is not None and not r.pending:
                 retired.append(self.retire(r))
-        if self.rounds and self.limit is not None and time.perf_counter() > self.limit:
+        if self.in_flight and self.limit is not None and time.perf_counter() > self.limit:
             raise WorkerLost("the rounds in flight could not be drained in time")
         return retired
 
@@ -376,15 +378,15 @@ class Master:
         self.waiter.watch(None)
         self.limit = time.perf_counter() + grace
         try:
-            for r in self.rounds.values():
+            for r in self.in_flight.values():
                 if r.decided is None:
                     r.t_stop = r.t_stop or time.perf_counter()
                     self.decide(r, decode=False)
-            busy = {w + 1 for r in self.rounds.values() for w in r.pending}
+            busy = {w + 1 for r in self.in_flight.values() for w in r.pending}
             if busy and self.stop is not None:  # the workers inside f: ``Hung.pass_on``
                 self.stop.note(signal.SIGTERM)  # (so that their NOTICEs say nothing new)
                 self.hung.pass_on(busy, signal.SIGTERM)
-            while self.rounds:
+            while self.in_flight:
                 self.advance()
         except WorkerLost:
             return False
@@ -403,7 +405,7 @@ class Master:
                 break
             except RankFailure as e:
                 self.losses.bury(e)
-        del self.rounds[r.slot]
+        del self.in_flight[r.slot]
         self.slots.free.append(r.slot)
         s = self.stats
         s["rounds"] += 1
@@ -457,7 +459,7 @@ class Master:
         s = self.stats
         late = s["unused"] + s["crossed"]
         pipeline = f", pipeline {self.depth}" if self.depth > 1 else ""
-        text = (f"gcc_mpi: {s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
+        text = (f"{s['rounds']} rounds, {s['tasks']} tasks on {self.comm.size - 1} "
                 f"worker ranks ({self.waiter.mode} waiting{pipeline}): {s['used']} results used, "
                 f"{late} late results discarded ({s['crossed']} crossed a STOP), "
                 f"{s['cancelled']} tasks cancelled while sleeping or queued; "

@@ -34,18 +34,20 @@ there, so the rank revokes COMM_WORLD and leaves; every other rank's next MPI ca
 MPI_ERR_REVOKED and it leaves too.
 """
 
+import logging
 import os
 import signal
 import socket
 import sys
 import time
-import traceback
 from contextlib import contextmanager
 
 from ..errors import JobError, ResourceError, resource_line
 from ..core.launcher import cores, launcher_local_size, launcher_rank
 from .last_lines import drain, quiet_from_here
 from .pace import IDLE_FIRST, SLEEP_GATHER, SLEEP_IDLE, SLEEP_MIN, Backoff
+
+log = logging.getLogger(__name__)
 
 WAIT_MODES = ("auto", "busy", "polite")
 WAIT_ENV = "GCC_MPI_WAIT"
@@ -352,24 +354,22 @@ def _say_why(comm, e):
     """Say why this rank ends the job (rank 0 in one line where it can); its exit code."""
     if isinstance(e, KeyboardInterrupt):
         if comm.rank == 0:
-            print("gcc_mpi: interrupted", file=sys.stderr, flush=True)
+            log.info("interrupted")
         return 1
     if isinstance(e, JobError) and comm.rank == 0:
-        print(f"gcc_mpi: error: {e}", file=sys.stderr, flush=True)
+        log.error("%s", e)
         return 2
     if isinstance(e, (ResourceError, MemoryError)) and comm.rank == 0:
         # no disk or memory left: one line, the results file kept
-        print(f"gcc_mpi: error: {resource_line(e)}", file=sys.stderr, flush=True)
+        log.error("%s", resource_line(e))
         return 1
     _report(comm, e)
     return 1
 
 
 def _report(comm, e):
-    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-    head = f"gcc_mpi: {where(comm)} failed: {type(e).__name__}: {e}"
-    sys.stderr.write(f"{text}{head}\n")
-    sys.stderr.flush()
+    log.critical("%s failed: %s: %s", where(comm), type(e).__name__, e,
+                 exc_info=(type(e), e, e.__traceback__))  # the traceback, then the line
 
 
 DRAIN = 2.0  # seconds MPI_Abort waits at most for the launcher to read this rank's last lines

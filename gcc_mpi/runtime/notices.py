@@ -9,14 +9,16 @@ senders on other hosts, and rank 0 would wait for BYEs that had been sent (docs/
 receive fails (RankFailure from the waiter) until ``forget`` cancels it.
 """
 
+import logging
 import signal
-import sys
 import time
 
 import numpy as np
 
 from . import protocol as P
 from .pace import SLEEP_IDLE, SLEEP_MIN, Backoff
+
+log = logging.getLogger(__name__)
 
 
 class Notices:
@@ -66,8 +68,8 @@ class Notices:
             self.byes.add(int(rank))
             self.deaths.said_bye(int(rank))
         elif kind == P.SIGNALLED and self.stop is not None and self.stop.note(int(value)):
-            print(f"gcc_mpi: rank {int(rank)} got {signal.Signals(int(value)).name}; "
-                  "stopping the job", file=sys.stderr, flush=True)
+            log.info("rank %s got %s; stopping the job", int(rank),
+                     signal.Signals(int(value)).name)
 
     def await_byes(self):
         """An EXIT goes out now: the BYEs heard before it answered an earlier one."""

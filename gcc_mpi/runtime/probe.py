@@ -12,13 +12,16 @@ compute times once, after EXIT (the hot path stays as in a run). SIGTERM/SIGINT 
 rounds as in a run; the rounds finished are written (complete = false), exit code 143/130.
 """
 
-import sys
+import logging
 import time
 
 import numpy as np
 
 from . import protocol as P
 from .deaths import WorkerLost
+from ..logs import PLAIN
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ROUNDS = 300
 REPORT_GRACE = 10.0  # seconds for the workers' compute times after EXIT
@@ -88,7 +91,7 @@ class ProbeRounds:
             Y_true = setup.reference(X)[0]
             if Y_true is None:  # f fails on this batch on rank 0: the workers' erasures say so
                 Y_true = np.ones((self.workers, setup.target.output_dim))
-            rec = master.round(setup, "uncoded", 0, t, X, Y_true, delays)
+            rec = master.round(setup, "uncoded", t, X, Y_true, delays)
             # between rounds, as a run's decode: the workers wait for their next task
             self.master_work[t] = reference_work()
             out.trial(t, {"uncoded": rec})
@@ -123,17 +126,17 @@ class Arrivals:
 
 
 class ProbeWork:
-    """Rank 0's part of a probe of ``plan`` (``plan.job`` is the probe's job, ``probe_job``),
+    """Rank 0's part of a probe of ``spec`` (``spec.job`` is the probe's job, ``probe_job``),
     step by step as ``session.lead`` calls it (``session.Work``)."""
 
     what, heading = "probe", "probe: "
     stuck_code = 1  # a hung worker that only MPI_Abort ends: no file is written yet
     events = None   # a lost or hung worker is only said: the probe file has no place for it
 
-    def __init__(self, plan, comm, MPI, interrupts):
-        self.plan, self.comm, self.MPI = plan, comm, MPI
+    def __init__(self, spec, comm, MPI, interrupts):
+        self.spec, self.comm, self.MPI = spec, comm, MPI
         self.setup = None
-        W, rounds = comm.size - 1, plan.probe_rounds
+        W, rounds = comm.size - 1, spec.probe_rounds
         self.arrivals = Arrivals(rounds, W)
         self.master_work = np.full(rounds, np.nan)  # rank 0's reference computation
 
@@ -141,9 +144,9 @@ class ProbeWork:
         from ..files.outputs import job_inputs, refuse
         from ..core.point import PointSetup
 
-        job = self.plan.job
+        job = self.spec.job
         self.setup = PointSetup.build(job.config, job.base_dir)
-        refuse(self.plan.output, overwrite=self.plan.overwrite, inputs=job_inputs(job))
+        refuse(self.spec.output, overwrite=self.spec.overwrite, inputs=job_inputs(job))
         return [(self.setup.dataset.dim, self.setup.target.output_dim)]
 
     def cannot_start(self):
@@ -157,13 +160,13 @@ class ProbeWork:
         """Rounds done."""
         return self.arrivals.done
 
-    def rounds(self, master):
+    def run_rounds(self, master):
         from ..core.driver import run_points
         from ..core.progress import Progress
 
         engine = ProbeRounds(master, self.comm.size - 1, self.master_work)
-        run_points(engine, [(self.plan.job.points[0], self.setup)], self.arrivals,
-                   Progress(self.plan.probe_rounds, quiet=self.plan.quiet))
+        run_points(engine, [(self.spec.job.points[0], self.setup)], self.arrivals,
+                   Progress(self.spec.probe_rounds, quiet=self.spec.quiet))
 
     def complete(self, master):
         pass
@@ -172,8 +175,8 @@ class ProbeWork:
         """A stop is said once the file holds the rounds done (``finished``); a lost worker
         ends the probe at once, without a file."""
         if isinstance(e, WorkerLost):
-            print(f"gcc_mpi: {e} after {self.done} of {self.plan.probe_rounds} rounds; no probe "
-                  "file is written", file=sys.stderr, flush=True)
+            log.info("%s after %s of %s rounds; no probe file is written", e, self.done,
+                     self.spec.probe_rounds)
 
     def finished(self, master, code, interrupted):
         """After the workers' EXITs: their compute times, the probe file, the table."""
@@ -182,19 +185,19 @@ class ProbeWork:
         from .startup import worker_hosts
 
         compute = self._compute_times(master)
-        out, done = self.plan.output, self.done
+        out, done = self.spec.output, self.done
         write_probe(out, self.arrivals.arrival[:done], compute, worker_hosts(master),
                     range(1, self.comm.size),
-                    complete=interrupted is None, config=self.plan.job.to_toml(),
-                    command=self.plan.command, mpi=library(self.MPI),
+                    complete=interrupted is None, config=self.spec.job.to_toml(),
+                    command=self.spec.command, mpi=library(self.MPI),
                     master_host=self.MPI.Get_processor_name(), master=self.master_work[:done])
         if interrupted is not None:
-            print(f"gcc_mpi: {interrupted} after {done} of {self.plan.probe_rounds} rounds; "
-                  f"{out} holds them (complete = false)", file=sys.stderr)
+            log.info("%s after %s of %s rounds; %s holds them (complete = false)", interrupted,
+                     done, self.spec.probe_rounds, out)
             return interrupted.code
-        if not self.plan.quiet and self.plan.summary is not None:
-            print(self.plan.summary(out))
-        print(f"wrote {out}", file=sys.stderr)
+        if not self.spec.quiet and self.spec.summary is not None:
+            print(self.spec.summary(out))
+        log.info("wrote %s", out, extra=PLAIN)
         return code
 
     def _compute_times(self, master):
@@ -209,7 +212,7 @@ class ProbeWork:
                 continue
             times = waiter.recv_object(self.comm, r, P.SETUP, until)
             if times is None:
-                print(f"gcc_mpi: rank {r} did not send its compute times", file=sys.stderr)
+                log.info("rank %s did not send its compute times", r)
                 continue
             n = min(len(times), self.done)
             compute[:n, r - 1] = times[:n]

@@ -39,9 +39,10 @@ worker -> master, tag REPLY, ``[seq, trial, status] + y``
 worker -> master, tag NOTICE, ``[kind, rank, value]`` (the failure and stop path only)
     SIGNALLED (value: the signal number): the worker got SIGTERM or SIGINT and will wait for
           EXIT; rank 0 stops the job as for its own signal. NOTIFIED (value: how many SIGUSR1
-          the worker got): hydra reported a dead process. Rank 0 keeps one receive (any source)
-          for these always active, so a master blocked in Waitsome wakes up: Python runs signal
-          handlers only between bytecodes, so rank 0 cannot see its own flags while it blocks.
+          the worker got): hydra reported a dead process. Rank 0 keeps one persistent receive
+          per worker for these always active (``notices``) and takes them on every turn of any
+          of its waits, which all poll (no rank blocks inside MPI: ``mpi``), so a signal that
+          reached only a worker stops the job as soon as one that reached rank 0 would.
     BYE (value 0): the worker's last NOTICE, which ``Worker.serve`` sends itself on EXIT
           (through the worker's one ``NoticeSender``, after every NOTICE it sent). MPI delivers
           one sender's messages on a tag in order, so once rank 0 has every BYE it has

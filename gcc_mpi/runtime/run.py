@@ -6,23 +6,25 @@ closed — complete, or with every committed trial and complete = false after an
 which ``--resume`` continues.
 """
 
-import sys
+import logging
 
 from ..core.driver import JobRun
 
+log = logging.getLogger(__name__)
+
 
 class RunWork:
-    """Rank 0's part of a run of ``plan`` (a ``session.Plan``), step by step as ``session.lead``
+    """Rank 0's part of a run of ``spec`` (a ``session.Spec``), step by step as ``session.lead``
     calls it (``session.Work``): the job driver's ``JobRun`` with the Master as its engine."""
 
     what, heading = "job", ""
     stuck_code = None  # a hung worker that only MPI_Abort ends: the run's own code (file whole)
 
-    def __init__(self, plan, comm, MPI, interrupts):
-        self.plan, self.comm, self.MPI = plan, comm, MPI
-        self.run = JobRun(plan.job, plan.points, plan.output, interrupts=interrupts,
-                          overwrite=plan.overwrite, resume=plan.resume, command=plan.command,
-                          quiet=plan.quiet, summary=plan.summary)
+    def __init__(self, spec, comm, MPI, interrupts):
+        self.spec, self.comm, self.MPI = spec, comm, MPI
+        self.run = JobRun(spec.job, spec.points, spec.output, interrupts=interrupts,
+                          overwrite=spec.overwrite, resume=spec.resume, command=spec.command,
+                          quiet=spec.quiet, summary=spec.summary)
         self.events = self.run  # where the Master records a lost or hung worker
 
     def prepare(self):
@@ -33,7 +35,7 @@ class RunWork:
         prepared = self.run.prepare(ranks=self.comm.size, local_ranks=local_ranks(self.comm),
                                     simulate=False)
         self.run.open(library(self.MPI))
-        shapes = [None] * len(self.plan.job.points)
+        shapes = [None] * len(self.spec.job.points)
         for point, setup in prepared:
             shapes[point.index] = (setup.dataset.dim, setup.target.output_dim)
         return shapes
@@ -47,9 +49,9 @@ class RunWork:
         self.run.set_hosts([self.MPI.Get_processor_name()] + worker_hosts(master))
         line = self.run.wait_line(over_mpi=True)  # after the ranks' line: how long a stop waits
         if line:
-            print(line, file=sys.stderr, flush=True)
+            log.info("%s", line)
 
-    def rounds(self, master):
+    def run_rounds(self, master):
         self.run.run(master)  # the file closed with complete = false if the rounds end early
 
     def complete(self, master):

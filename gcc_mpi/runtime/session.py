@@ -1,7 +1,7 @@
 """One owner of an MPI rank's life: start-up, handshake, rounds, ending, leaving.
 
-``run(plan)`` is every rank's entry for ``run`` and ``probe`` (the command line builds the
-``Plan`` from its arguments, and has loaded the job on every rank before MPI starts, so that a
+``run(spec)`` is every rank's entry for ``run`` and ``probe`` (the command line builds the
+``Spec`` from its arguments, and has loaded the job on every rank before MPI starts, so that a
 bad job ends every rank at once with exit code 2); ``block`` is a block of rounds inside an MPI
 program that is already up (the benchmarks run several, each its own configuration). Nothing
 else puts these steps together.
@@ -11,7 +11,7 @@ Rank 0 (``lead``), in order:
 1. the job set up and checked (``work.prepare``: data, f, codes, the output file; a JobError is
    announced to every worker, exit code 2 everywhere);
 2. the start-up message and the handshake (``startup``): pids and hosts, f built everywhere;
-3. the rounds (``work.rounds``), listening to the workers' NOTICEs all along;
+3. the rounds (``work.run_rounds``), listening to the workers' NOTICEs all along;
 4. the ending (``ending``): after an interruption the rounds in flight are abandoned; every
    worker is sent EXIT and says BYE; when that cannot be done, or the job cannot start or go
    on, MPI_Abort ends every process of the job with one line saying why.
@@ -22,8 +22,8 @@ builds f, answers HELLO and READY and serves TASKs until EXIT. Every rank then l
 MPI_Finalize, or without it after a death or under ULFM, where Finalize could wait for the dead.
 """
 
+import logging
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +36,11 @@ from . import mpi, protocol, witness
 from .deaths import WorkerLost
 from .mpi import SLEEP_IDLE, Waiter, abort, fault_tolerant, resolve_wait
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
-class Plan:
+class Spec:
     """What a run or a probe is to do, from the command line (or a script): the same on every
     rank."""
 
@@ -63,7 +65,7 @@ class Work(Protocol):
     heading: str            # the start of the ranks' line ("", "probe: ")
     stuck_code: int | None  # the exit code when only MPI_Abort ends a hung worker (None: the
     #                         run's own code)
-    plan: Plan
+    spec: Spec
     events: object          # where the Master records a lost or hung worker (None: nowhere)
 
     def prepare(self) -> list:
@@ -77,7 +79,7 @@ class Work(Protocol):
     def started(self, master) -> None:
         """After the handshake: the ranks' pids and hosts are known (``master.peers``)."""
 
-    def rounds(self, master) -> None:
+    def run_rounds(self, master) -> None:
         """Every round of the work with ``master`` as the engine; raises Interrupted or
         WorkerLost when it ends early."""
 
@@ -92,8 +94,8 @@ class Work(Protocol):
         """After every worker's EXIT: anything left (the probe's file); the exit code."""
 
 
-def run(plan):
-    """This rank's part of the MPI run or probe of ``plan``; its exit code. MPI turns out to be
+def run(spec):
+    """This rank's part of the MPI run or probe of ``spec``; its exit code. MPI turns out to be
     a single process while the launcher said several ranks (srun without PMI: lone copies):
     exit code 2, with one line from task 0."""
     if (launcher.launcher_size() or 0) > 1:  # not lone copies (srun without PMI)
@@ -110,17 +112,17 @@ def run(plan):
             witness.done()  # started, since the launcher said several ranks: nobody died
             refusal = launcher.several_tasks_error("run")
             if refusal:
-                print(refusal, file=sys.stderr)
+                log.error("%s", refusal)
             return 2
         finalize = True
         with mpi.abort_on_error(comm):
             if comm.rank == 0:
-                code, finalize = lead(comm, MPI, plan, interrupts, notice)
+                code, finalize = lead(comm, MPI, spec, interrupts, notice)
             else:
                 from .worker import serve_run
 
-                timer = _probe().Timer() if plan.probe_rounds else None
-                code = serve_run(comm, MPI, plan, interrupts, notice, timer)
+                timer = _probe().Timer() if spec.probe_rounds else None
+                code = serve_run(comm, MPI, spec, interrupts, notice, timer)
         # MPI_Finalize would wait for a dead rank forever. Under ULFM every rank skips it: a rank
         # that died at the very end may be unknown to the others, and Open MPI's launcher
         # takes a rank that ends without it as a normal end (exit code 0, no message)
@@ -144,13 +146,13 @@ class Ending:
     interrupted: Exception = None   # Interrupted, or WorkerLost during the rounds
 
 
-def lead(comm, MPI, plan, interrupts, notice):
+def lead(comm, MPI, spec, interrupts, notice):
     """Rank 0's whole run or probe; (exit code, whether MPI_Finalize is safe: no rank died)."""
     from .run import RunWork
 
-    work: Work = (_probe().ProbeWork if plan.probe_rounds else RunWork)(plan, comm, MPI,
+    work: Work = (_probe().ProbeWork if spec.probe_rounds else RunWork)(spec, comm, MPI,
                                                                           interrupts)
-    with witness.watching(plan.output):  # until rank 0 itself ends the job
+    with witness.watching(spec.output):  # until rank 0 itself ends the job
         end = _until_the_end(comm, MPI, work, interrupts, notice)
     code = _end(comm, MPI, work, end)
     return code, end.master is None or not end.master.deaths.dead
@@ -162,14 +164,14 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
     from .startup import announce, handshake, pid_map
 
     try:
-        mode = resolve_wait(work.plan.wait, comm)
+        mode = resolve_wait(work.spec.wait, comm)
         t0 = time.perf_counter()
         shapes = work.prepare()
         built = time.perf_counter() - t0  # the workers build f meanwhile: the handshake's bound
     except JobError as e:
         return Ending(2, refused=e)
     host = MPI.Get_processor_name()
-    announce(comm, Waiter(MPI, "polite"), ("ok", protocol.digest(work.plan.job), shapes, host,
+    announce(comm, Waiter(MPI, "polite"), ("ok", protocol.digest(work.spec.job), shapes, host,
                                           os.getpid()))
     ft = fault_tolerant(MPI)
     master = Master(comm, MPI, Waiter(MPI, mode, ft=ft), interrupts, notice, {}, host=host,
@@ -179,15 +181,15 @@ def _until_the_end(comm, MPI, work, interrupts, notice):
     except WorkerLost as e:
         return Ending(1, master, cannot_start=e)
     witness.started()
-    print(f"gcc_mpi: {work.heading}ranks by host and pid: "
-          f"{pid_map({0: (os.getpid(), host)} | master.peers)}", file=sys.stderr, flush=True)
+    log.info("%sranks by host and pid: %s", work.heading,
+             pid_map({0: (os.getpid(), host)} | master.peers))
     work.started(master)
     if ft:
-        print("gcc_mpi: ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that "
-              "dies is a permanent straggler", file=sys.stderr, flush=True)
+        log.info("ULFM fault tolerance is on (mpiexec --with-ft ulfm): a worker that dies is a "
+                 "permanent straggler")
     master.listen()
     try:
-        work.rounds(master)
+        work.run_rounds(master)
     except (Interrupted, WorkerLost) as e:
         return Ending(e.code, master, interrupted=e)
     work.complete(master)
@@ -202,18 +204,17 @@ def _end(comm, MPI, work, end):
 
     if end.refused is not None:
         announce(comm, Waiter(MPI, "polite"), ("error", str(end.refused)))
-        print(f"gcc_mpi: error: {end.refused}", file=sys.stderr)
+        log.error("%s", end.refused)
         return 2
     if end.cannot_start is not None:
         work.cannot_start()
-        print(f"gcc_mpi: {end.cannot_start}; the {work.what} cannot start", file=sys.stderr,
-              flush=True)
+        log.critical("%s; the %s cannot start", end.cannot_start, work.what)
         abort(comm, 1)
     if end.interrupted is not None:
         work.interrupted(end.interrupted)
         if isinstance(end.interrupted, WorkerLost) or not abandon(end.master):
-            print("gcc_mpi: the workers could not be stopped in order; ending the job with "
-                  "MPI_Abort", file=sys.stderr, flush=True)
+            log.critical("the workers could not be stopped in order; ending the job with "
+                         "MPI_Abort")
             abort(comm, end.code)
     code = finish(end.master, end.code, work.stuck_code)
     return work.finished(end.master, code, end.interrupted)
@@ -242,7 +243,6 @@ def block(comm, MPI, mode, drive, *, setup=None, targets=None, shared_clock=Fals
         return drive(master)
     finally:
         if not shutdown(master):
-            print("gcc_mpi: not every worker took its EXIT; ending the job with MPI_Abort",
-                  file=sys.stderr, flush=True)
+            log.critical("not every worker took its EXIT; ending the job with MPI_Abort")
             abort(comm, 1)
         master.close()

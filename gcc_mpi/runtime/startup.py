@@ -8,14 +8,16 @@ cannot start (``WorkerLost``). Every wait is bounded (STARTUP_SILENCE, or ten ti
 itself took to build the job: the workers build f as rank 0 did).
 """
 
+import logging
 import re
 import signal
-import sys
 import time
 
 from . import protocol as P
 from .deaths import WorkerLost
 from .mpi import IDLE_FIRST, SLEEP_IDLE, Backoff, RankFailure
+
+log = logging.getLogger(__name__)
 
 STARTUP_SILENCE = 30.0  # seconds a worker may stay silent at start-up once all others are READY
 
@@ -77,9 +79,8 @@ def end_silent(master, ranks):
     hung, deaths = master.hung, master.deaths
     for rank in sorted(ranks):
         pid, host = master.peers.get(rank, (None, None))
-        print(f"gcc_mpi: rank {rank} (worker {rank - 1}, pid {pid} on {host}) did not get ready "
-              f"within {STARTUP_SILENCE:g} s of the others; ending it (SIGKILL)",
-              file=sys.stderr, flush=True)
+        log.info("rank %s (worker %s, pid %s on %s) did not get ready within %g s of the "
+                 "others; ending it (SIGKILL)", rank, rank - 1, pid, host, STARTUP_SILENCE)
         deaths.expect(rank)
     hung.signal(deaths, ranks, signal.SIGKILL)
 

@@ -172,12 +172,12 @@ class StartWatch:
             return "started"
         missing = self._missing() if now - self.begun > APPEAR_BOUND else ""
         if missing:
-            return (f"gcc_mpi: {missing} on {self.host} ended before MPI started (before its "
+            return (f"{missing} on {self.host} ended before MPI started (before its "
                     "host's warden saw it): the job cannot start (every other rank waits for it "
                     "inside MPI_Init); ending it")
         if now - self.begun > self.start_bound:
             waiting = sorted(self.ranks[p] for p in alive)
-            return (f"gcc_mpi: ranks {', '.join(map(str, waiting))} on {self.host} were not past "
+            return (f"ranks {', '.join(map(str, waiting))} on {self.host} were not past "
                     f"MPI_Init {self.start_bound:g} s after they started (a rank elsewhere died "
                     "or stopped while MPI started): the job cannot start; ending it")
         return None
@@ -194,7 +194,7 @@ class StartWatch:
     def _line(self, pids, what, how):
         named = ", ".join(f"rank {self.ranks[p]} (pid {p})" for p in sorted(pids))
         more = "" if len(pids) == 1 else " at the same moment, one of them first"
-        return (f"gcc_mpi: {named} on {self.host} {what}{how}{more} while MPI started: the "
+        return (f"{named} on {self.host} {what}{how}{more} while MPI started: the "
                 "job cannot start (every other rank waits for it inside MPI_Init); ending it")
 
     def living(self):

@@ -38,6 +38,7 @@ import sys
 import time
 
 from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
+from ..logs import PREFIX
 from . import startwatch
 from .last_lines import drain, quiet_from_here
 from .startwatch import StartWatch, end_ranks
@@ -153,9 +154,15 @@ def process_gone(pid):
 
 
 def said(line):
-    """Print ``line`` on stderr, wait (a bounded while) until the launcher read it, and let
-    stderr go: the launcher waits for the end of the rank's stderr that the warden shares."""
-    print(line, file=sys.stderr, flush=True)
+    """Write ``line`` (after the command line's prefix) on stderr, wait (a bounded while) until
+    the launcher read it, and let stderr go: the launcher waits for the end of the rank's stderr
+    that the warden shares.
+
+    Straight to stderr, not through ``logging``: the warden is a process forked from a rank,
+    whose logging (handlers, their locks, perhaps held by another thread of the rank at the
+    fork; the level a user set) is no part of it, and its one line must reach the launcher
+    before stderr goes."""
+    print(f"{PREFIX}{line}", file=sys.stderr, flush=True)
     drain((sys.stderr,), 2.0)
     quiet_from_here()
 
@@ -244,7 +251,7 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
         now = time.monotonic()
         left = resume_stopped(ranks)
         if left and now > last_word + end_grace:
-            print(f"gcc_mpi: {socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
+            print(f"{PREFIX}{socket.gethostname()}'s warden: pids {', '.join(map(str, left))} "
                   f"still ran {end_grace:g} s after the job ended on this host; killing them "
                   "(SIGKILL)", file=sys.stderr, flush=True)
             for pid in left:

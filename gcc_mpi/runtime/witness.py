@@ -25,6 +25,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+from ..logs import PREFIX
+
 _current = None
 _ADDRESS = "\0gcc_mpi-witness-{pid}"
 TOP = 4096  # a worker's second check-in takes the descriptor below this (``check_in``)
@@ -201,7 +203,8 @@ def _witness(pipe, listener):
         who = (f"ranks {', '.join(map(str, first))} ended at the same moment, one of them "
                "first, and the job ended with them")
     time.sleep(0.2)  # after hydra's own report
-    sys.stderr.write(f"gcc_mpi: {who} (seen by rank 0's witness process); {where} every trial "
+    # straight to stderr, not through logging: a forked process of its own (gcc_mpi.logs)
+    sys.stderr.write(f"{PREFIX}{who} (seen by rank 0's witness process); {where} every trial "
                      "committed before (complete = false): the same command with --resume "
                      "continues\n")
     sys.stderr.flush()

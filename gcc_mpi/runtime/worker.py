@@ -23,21 +23,21 @@ If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (a
 message saying why) and goes on: the master counts that result as an erasure.
 
 SIGTERM/SIGINT (hydra forwards them to every rank) do not end a worker by themselves: the worker
-tells rank 0 (a NOTICE, which also wakes a rank 0 blocked in Waitsome) — inside f it drops the
-call and replies CANCELLED (``Worker.evaluate``) —, rank 0 stops the round and sends EXIT,
-and the worker leaves as usual: on EXIT ``Worker.serve`` sends its last NOTICE, the BYE that
-rank 0's shutdown awaits (protocol). Only if no EXIT comes within WORKER_GRACE seconds of the
-signal (rank 0 gone or stuck) does the worker end the job itself. Hydra's dead-process notice
-(SIGUSR1) is passed on to rank 0 the same way.
+tells rank 0 (a NOTICE, taken on the next turn of whatever rank 0 waits for: no rank blocks
+inside MPI) — inside f it drops the call and replies CANCELLED (``Worker.evaluate``) —, rank 0
+stops the round and sends EXIT, and the worker leaves as usual: on EXIT ``Worker.serve`` sends
+its last NOTICE, the BYE that rank 0's shutdown awaits (protocol). Only if no EXIT comes within
+WORKER_GRACE seconds of the signal (rank 0 gone or stuck) does the worker end the job itself.
+Hydra's dead-process notice (SIGUSR1) is passed on to rank 0 the same way.
 
 Under ULFM a worker whose MPI call fails because the communicator was revoked (rank 0, or any
 rank, ended the job: ``mpi.abort``) or rank 0 died leaves at once, with exit code 0: the rank
 that ended the job carries the job's code (``mpi.abort`` says why not 1).
 """
 
+import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from math import isfinite
@@ -53,25 +53,27 @@ from .mpi import (Waiter, abort, ended_elsewhere, exit_without_finalize, improbe
                   where)
 from .pace import IDLE_FIRST, SLEEP_IDLE, SLEEP_MIN, Backoff
 
+log = logging.getLogger(__name__)
+
 SLEEP_TASK = 1e-3  # longest sleep between looks for a STOP while delaying: how late a STOP is seen
 WORKER_GRACE = 30.0  # seconds from SIGTERM/SIGINT to EXIT before a worker gives up on rank 0
 SLEEP_STARTUP = 10e-3  # longest sleep while waiting for rank 0's start-up message
 
 
-def serve_run(comm, MPI, plan, interrupts=None, notice=None, timer=None):
+def serve_run(comm, MPI, spec, interrupts=None, notice=None, timer=None):
     """A worker's whole run (``session``): its exit code. ``timer`` (the probe's,
     runtime/probe.py): wraps f to time every call (``timer.wrap(targets)``) and sends the
     times to rank 0 after EXIT (``timer.report``). ``notice``: hydra's dead-process notices,
     passed on to rank 0 (``NoticeSender``)."""
     try:
-        return _serve(comm, MPI, plan, interrupts, notice, timer)
+        return _serve(comm, MPI, spec, interrupts, notice, timer)
     except MPI.Exception as e:
         if not ended_elsewhere(MPI, e):
             raise
         exit_without_finalize(0)  # the job was ended elsewhere, which said why
 
 
-def _serve(comm, MPI, plan, interrupts, notice, timer):
+def _serve(comm, MPI, spec, interrupts, notice, timer):
     # this worker's one sender of NOTICEs, from start-up to its BYE (Worker.serve, on EXIT)
     notices = NoticeSender(comm, interrupts, notice)
     # rank 0 builds the job meanwhile: 31 ranks polling every millisecond would slow it down
@@ -81,11 +83,11 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
         return 2  # rank 0 reported the bad input
     _, digest, shapes, master_host, master_pid = message
     host = MPI.Get_processor_name()
-    if digest != P.digest(plan.job):  # bad input: one line naming this rank, exit code 2
+    if digest != P.digest(spec.job):  # bad input: one line naming this rank, exit code 2
         mismatch = JobError("job file", f"the job on {host} is not rank 0's on {master_host}: "
                                         "its file or its --set options differ (is the job file "
                                         "the same on every node?)")
-        print(f"gcc_mpi: {where(comm)}: error: {mismatch}", file=sys.stderr, flush=True)
+        log.critical("%s: error: %s", where(comm), mismatch)  # ends the job: MPI_Abort
         abort(comm, 2)
     same_node = host == master_host
     # on rank 0's node: tell rank 0's witness who we are (the socket closes when we die), before
@@ -95,11 +97,11 @@ def _serve(comm, MPI, plan, interrupts, notice, timer):
     # the others build f (protocol)
     Waiter(MPI, "polite", check=notices.check).all(
         [comm.isend((os.getpid(), host), dest=0, tag=P.SETUP)])
-    targets = build_targets(plan.job, shapes)
+    targets = build_targets(spec.job, shapes)
     if timer is not None:
         targets = timer.wrap(targets)
     Waiter(MPI, "polite", check=notices.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
-    waiter = Waiter(MPI, resolve_wait(plan.wait, comm), hi=SLEEP_IDLE)
+    waiter = Waiter(MPI, resolve_wait(spec.wait, comm), hi=SLEEP_IDLE)
     worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices)
     worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came

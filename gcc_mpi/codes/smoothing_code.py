@@ -10,7 +10,7 @@ import numpy as np
 
 from .base import LinearCode
 from .points import chebyshev_alpha, chebyshev_beta
-from .smoother import KernelSmoother
+from .kernel_smoother import KernelSmoother
 from .windowed import WindowedSmoother
 
 # What "auto" means, chosen by measurement (benchmarks/lambda_grid.py).
