@@ -118,7 +118,7 @@ PARTS = [("waiting for results (Waiter.some)", "Waiter.some (mpi.py)"),
          ("reference f(X)", "PointSetup.reference (point.py)"),
          ("encode and scatter (Master.start)", "Master.start (master.py)"),
          ("  of which encode", "encode_record (trial.py)"),
-         ("records and commits (InOrder)", "InOrder.retired (master.py)"),
+         ("records and commits (InOrder)", "InOrder.retired (in_order.py)"),
          ("  of which commits", "ResultWriter.commit (writer.py)"),
          ("each reply (Master.take)", "Master.take (master.py)"),
          ("STOPs and retiring a round", "Master.retire (master.py)")]
