@@ -4,6 +4,7 @@ work. Nothing is imported before a command needs it: an MPI worker runs this mod
 imports only the job's parser and its f.
 """
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -66,9 +67,20 @@ def launched_ranks():
 
 def recorded_command(args, ranks=None):
     """What an output records as the command that wrote it: the arguments as parsed (``main``'s
-    argv), behind ``mpiexec -n RANKS`` for an MPI run."""
-    launch = ["mpiexec", "-n", str(ranks)] if ranks else []
-    return shlex.join([*launch, "python", "-m", "gcc_mpi", *args.argv])
+    argv); for an MPI run, the launcher's own command line as typed when rank 0 can read it
+    (``core.launcher.launch_command``: its options, such as ``--with-ft ulfm`` or a hostfile,
+    are how the ranks ran), else behind ``srun -n RANKS`` or ``mpiexec -n RANKS`` as the
+    environment tells."""
+    from ..core.launcher import launch_command, launcher_rank
+
+    ours = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
+    if not ranks:
+        return ours
+    typed = launch_command() if not launcher_rank() else None  # rank 0's is the one kept
+    if typed:  # a launcher that runs a script: what each rank runs after it
+        return typed if "gcc_mpi" in typed else f"{typed}  # each rank: {ours}"
+    launcher = "srun" if os.environ.get("SLURM_STEP_ID", "").isdigit() else "mpiexec"
+    return f"{launcher} -n {ranks} {ours}"
 
 
 def cmd_run(args):

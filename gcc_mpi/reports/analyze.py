@@ -196,7 +196,10 @@ class Analysis:
         """The table (and the differences, for several files), as printed."""
         out = [self.header(), format_table(self.rows)]
         if len(self.results) > 1:
-            out += ["", comparison.format_differences(self.differences, self.labels)]
+            out += ["", comparison.format_differences(self.differences, self.labels), "",
+                    comparison.format_provenance(
+                        comparison.provenance_differences(self.results, self.labels),
+                        self.labels)]
         return "\n".join(out)
 
     def json(self):
@@ -204,8 +207,11 @@ class Analysis:
         ``{"files": [...], "rows": [...], "differences": [...]}``."""
         if not self.several:
             return to_json(self.rows)
+        from ..files.reader import provenance
+
         files = [{"file": label, "path": r.path, "complete": r.complete,
-                  **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")}}
+                  **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")},
+                  "provenance": provenance(r.attrs)}
                  for label, r in zip(self.labels, self.results)]
         return _json.dumps(_clean({"files": files, "rows": self.rows,
                                    "differences": self.differences}), indent=2, allow_nan=False)

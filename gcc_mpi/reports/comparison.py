@@ -150,3 +150,33 @@ def format_differences(diffs, labels):
     if not diffs:
         return f"# {heading(labels)}\n({none_match(labels)})"
     return f"# {heading(labels)}\n" + aligned(*difference_cells(diffs))
+
+
+def provenance_differences(results, labels):
+    """{key: [value of each file]} of the provenance keys (``files.reader.provenance``) whose
+    values are not all the same, in the first file's order of keys ("-" where a file lacks one,
+    e.g. a file written before the key was recorded)."""
+    from ..files.reader import provenance
+
+    each = [provenance(r.attrs) for r in results]
+    keys = list(dict.fromkeys(k for p in each for k in p))
+    found = {}
+    for k in keys:
+        values = [p.get(k, "-") for p in each]
+        if len(set(map(str, values))) > 1:
+            found[k] = values
+    return found
+
+
+def format_provenance(found, labels):
+    """The provenance differences as a short block: one line per key, each file's value (the
+    block says so when the files agree on everything recorded)."""
+    if not found:
+        return "# provenance: the same in every file (versions, MPI, CPU, hosts, command)"
+    width = max(map(len, found))
+    lines = ["# provenance that differs:"]
+    for k, values in found.items():
+        lines.append(f"#   {k:<{width}}  " + "  |  ".join(
+            f"{label}: {v}" for label, v in zip(labels, values)))
+    return "\n".join(lines)
+

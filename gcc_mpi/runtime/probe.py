@@ -178,7 +178,8 @@ class ProbeWork:
     def finished(self, master, code, interrupted):
         """After the workers' EXITs: their compute times, the probe file, the table."""
         from ..files.traces import write_probe
-        from .mpi import library
+        from ..core.provenance import collect
+        from .mpi import fault_tolerant, library
         from .startup import worker_hosts
 
         compute = self._compute_times(master)
@@ -187,7 +188,8 @@ class ProbeWork:
                     range(1, self.comm.size),
                     complete=interrupted is None, config=self.plan.job.to_toml(),
                     command=self.plan.command, mpi=library(self.MPI),
-                    master_host=self.MPI.Get_processor_name(), master=self.master_work[:done])
+                    master_host=self.MPI.Get_processor_name(), master=self.master_work[:done],
+                    provenance=collect("ulfm" if fault_tolerant(self.MPI) else "off"))
         if interrupted is not None:
             print(f"gcc_mpi: {interrupted} after {done} of {self.plan.probe_rounds} rounds; "
                   f"{out} holds them (complete = false)", file=sys.stderr)
