@@ -113,11 +113,13 @@ def single_process(args):
 
 
 def results_table(path):
-    from ..reports.analyze import format_table
+    from ..reports.analyze import format_table, table_note
     from ..reports.statistics import summarize
     from ..files.reader import read_results
 
-    return format_table(summarize(read_results(path)))
+    rows = summarize(read_results(path))
+    note = table_note(rows)
+    return format_table(rows) + (f"\n{note}" if note else "")
 
 
 def cmd_simulate(args):

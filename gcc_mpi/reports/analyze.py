@@ -17,8 +17,10 @@ d(10·log10 m)/dm = 10 / (m ln 10), so the half-width is 1.96 · 10 / ln 10 · s
 ``relacc_ci95`` and ``latency_mean_ci95`` are 1.96 standard errors of their means. p99's interval
 is distribution-free, from order statistics: the trials' latencies ranked l and u with
 l = F⁻¹(0.025), u = F⁻¹(0.975) + 1 for F the Binomial(n, 0.99) distribution; ``latency_p99_hi``
-is ``None`` below about 370 trials, too few to bound the tail from above. All deterministic;
-``None`` with fewer than two successful trials. Several files: gcc_mpi.reports.comparison.
+is ``None`` below 368 trials, too few to bound the tail from above; the table shows p99 with
+its interval and "?" for that end (``tables.with_interval``), and a line under it says why.
+All deterministic; ``None`` with fewer than two successful trials. Several files:
+gcc_mpi.reports.comparison.
 """
 
 import csv
@@ -37,7 +39,9 @@ from ..files.reader import Results, read_results
 from .statistics import (
     ERASURE_KINDS, STATS, finite_or_none, summarize,
 )
-from .tables import aligned, format_param
+from .tables import aligned, format_param, tail_text, too_few_note
+
+P99 = "p99 [ms] [95% CI]"  # the tail with its order-statistic interval (tables.with_interval)
 
 def _erasure_text(r):
     shown = [f"{n} {k}" for k, n in r["erasures"].items() if n]
@@ -68,13 +72,19 @@ def format_table(rows) -> str:
     return aligned(*table_cells(rows))
 
 
+def table_note(rows):
+    """The line under the table that explains a p99 interval's open end, if one is shown."""
+    head, body, _ = table_cells(rows) if rows else ([P99], [], 0)
+    return too_few_note([b[head.index(P99)] for b in body])
+
+
 def table_cells(rows):
     """(head, body, left) of the table of ``rows``: column titles, one list of cells (text)
     per row, and how many leading columns are names (the rest are numbers)."""
     keys = _param_keys(rows)
     files = ["file"] if any("file" in r for r in rows) else []
     head = files + keys + ["scheme", "trials (failed)", "nmse [dB] ± ci95", "relacc",
-                           "latency p50 [ms]", "p99 [ms]", "overhead p50 [ms]"]
+                           "latency p50 [ms]", P99, "overhead p50 [ms]"]
     erasures = any(r.get("workers_lost") or any(r.get("erasures", {}).values()) for r in rows)
     if erasures:  # only when some worker result was erased (f raised, NaN, shape, rank died)
         head.append("erasures")
@@ -87,7 +97,9 @@ def table_cells(rows):
                     + [format_param(r["point"][k]) if k in r["point"] else "-" for k in keys] + [
             r["scheme"], f"{r['trials']} ({r['trials_failed']})", db,
             "-" if r["relacc"] is None else f"{r['relacc']:.3f}",
-            _ms(r["latency_p50"]), _ms(r["latency_p99"]), _ms(r["overhead_p50"])]
+            _ms(r["latency_p50"]),
+            tail_text(r, "latency_p99"),
+            _ms(r["overhead_p50"])]
             + ([_erasure_text(r)] if erasures else []))
     return head, body, len(files) + len(keys) + 1
 
@@ -195,6 +207,8 @@ class Analysis:
     def text(self):
         """The table (and the differences, for several files), as printed."""
         out = [self.header(), format_table(self.rows)]
+        if table_note(self.rows):
+            out.append(table_note(self.rows))
         if len(self.results) > 1:
             out += ["", comparison.format_differences(self.differences, self.labels), "",
                     comparison.format_provenance(

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import JobError
 from ..files.outputs import job_inputs, refuse
-from .tables import aligned
+from .tables import aligned, tail_text, too_few_note
 
 DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
@@ -154,7 +154,8 @@ def recommend(cands, target):
 def format_plan(front, best, target):
     """The candidates ``front`` as a table; ``best`` is starred, the others meeting the target
     marked ok."""
-    head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]", "p99 [ms]"]
+    head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]",
+            "p99 [ms] [95% CI]"]
     body = []
     for c in front:
         db = f"{c['mse_db']:.2f}" + (f" ± {c['mse_db_ci95']:.2f}" if c["mse_db_ci95"] else "")
@@ -162,8 +163,9 @@ def format_plan(front, best, target):
                      str(c["N"]), _label(c), db,
                      "-" if c["relacc"] is None else f"{c['relacc']:.3f}",
                      f"{1e3 * c['latency_p50']:.3f}",
-                     "-" if c["latency_p99"] is None else f"{1e3 * c['latency_p99']:.3f}"])
-    return aligned(head, body, left={0, 1, 3})
+                     tail_text(c, "latency_p99")])
+    note = too_few_note([b[-1] for b in body])
+    return aligned(head, body, left={0, 1, 3}) + (f"\n{note}" if note else "")
 
 
 def best_job(job, base, best, trace_abs, where):
@@ -278,7 +280,8 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
         return _none_meets(cands, target_nmse)
     what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
             f"latency p50 {1e3 * best['latency_p50']:.3f} ms, p99 "
-            f"{1e3 * best['latency_p99']:.3f} ms (simulated)")
+            f"{tail_text(best, 'latency_p99')}"
+            " ms (simulated; [95% CI])")
     print(f"recommended: {what}")
     if write:
         header = (f"# Written by `{command or 'python -m gcc_mpi plan'}`:\n# the fastest of "
