@@ -150,3 +150,70 @@ def test_plans_front_shows_p99_with_its_interval():
     text = format_plan([c], c, -10.0)
     assert "p99 [ms] [95% CI]" in text and f"20.00 [19.00, {TOO_FEW}]" in text
     assert "too few trials" in text
+
+
+# -- coding against replication and uncoded at equal cost ------------------------------------
+EQUAL = ('[job]\nname = "t"\n[code]\nworkers = 6\nschemes = ["uncoded", "replication", "bacc"]\n'
+         '[data]\nbatch = 3\n[sweep]\n"stragglers.count" = [0, 1]\n')
+
+
+def write_schemes(path, latencies, n):
+    """A file of EQUAL whose points hold the schemes of ``latencies`` ({scheme: per-trial
+    latency at point 1}); point 0 holds bacc alone (no baseline: no equal-cost rows)."""
+    def rows(latency):
+        return {"trial": np.arange(n), "failed": np.zeros(n, bool), "reason": [""] * n,
+                "nmse": np.full(n, 0.01), "mse": np.full(n, 0.01), "latency": latency}
+
+    with ResultWriter(path, config_toml=EQUAL, command="test", mpi="simulate") as w:
+        w.add_point(0, {"stragglers.count": 0})
+        w.append(0, "bacc", rows(np.full(n, 0.01)))
+        w.add_point(1, {"stragglers.count": 1})
+        for scheme, latency in latencies.items():
+            w.append(1, scheme, rows(latency))
+    return str(path)
+
+
+def test_equal_cost_groups_a_point_and_marks_ratios_the_intervals_support(tmp_path, capsys):
+    from gcc_mpi.reports.equal_cost import equal_cost
+    from gcc_mpi.reports.statistics import summarize
+
+    rng = np.random.default_rng(3)
+    n = 1000
+    path = write_schemes(tmp_path / "e.h5", {
+        "uncoded": 0.01 + rng.exponential(0.01, n),       # the tail of waiting for all
+        "replication": 0.01 + rng.exponential(0.002, n),
+        "bacc": 0.01 + rng.exponential(0.002, n)}, n)     # replication's distribution
+    rows = summarize(path)
+    entries = equal_cost(rows, EQUAL)
+    assert [e["scheme"] for e in entries] == ["uncoded", "replication", "bacc"]  # point 1 only
+    by = {e["scheme"]: e for e in entries}
+    row = {r["scheme"]: r for r in rows if r["point"] == {"stragglers.count": 1}}
+    bacc = by["bacc"]
+    assert (bacc["N"], bacc["K"], bacc["workers_per_input"]) == (6, 3, 2.0)
+    assert bacc["cpu_s_per_batch"] == pytest.approx(7 * row["bacc"]["latency_mean"])
+    assert bacc["p99_over_uncoded"] == pytest.approx(
+        row["bacc"]["latency_p99"] / row["uncoded"]["latency_p99"])
+    assert bacc["p99_over_uncoded_apart"] is True       # far below uncoded's tail
+    assert bacc["p99_over_replication_apart"] is False  # the same distribution
+    assert by["replication"]["p99_over_replication_apart"] is None  # itself
+    assert main(["analyze", path]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("# at equal cost"):].splitlines()
+    assert "p99 ÷ replication" in table[1] and "CPU-s/batch" in table[1]
+    line = next(t for t in table if " bacc " in t)
+    assert "6/3 = 2" in line and f"{bacc['p99_over_uncoded']:.3g} *" in line
+
+
+def test_equal_cost_with_few_trials_leaves_the_ratio_open(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    path = write_schemes(tmp_path / "f.h5", {"replication": 0.01 + rng.exponential(0.002, 20),
+                                             "bacc": 0.02 + rng.exponential(0.002, 20)}, 20)
+    from gcc_mpi.reports.equal_cost import equal_cost
+    from gcc_mpi.reports.statistics import summarize
+
+    bacc = next(e for e in equal_cost(summarize(path), EQUAL) if e["scheme"] == "bacc")
+    assert bacc["p99_over_replication_apart"] is None and "p99_over_uncoded" not in bacc
+    assert main(["analyze", path]) == 0
+    out = capsys.readouterr().out
+    line = next(t for t in out[out.index("# at equal cost"):].splitlines() if " bacc " in t)
+    assert f"{bacc['p99_over_replication']:.3g} {TOO_FEW}" in line

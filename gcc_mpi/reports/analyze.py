@@ -209,6 +209,11 @@ class Analysis:
         out = [self.header(), format_table(self.rows)]
         if table_note(self.rows):
             out.append(table_note(self.rows))
+        if not self.several:  # one file: coding against the baselines in each point
+            from .equal_cost import equal_cost, format_equal_cost
+
+            text = format_equal_cost(equal_cost(self.rows, self.results[0].config_toml))
+            out += ["", text] if text else []
         if len(self.results) > 1:
             out += ["", comparison.format_differences(self.differences, self.labels), "",
                     comparison.format_provenance(
