@@ -217,3 +217,26 @@ def test_equal_cost_with_few_trials_leaves_the_ratio_open(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(t for t in out[out.index("# at equal cost"):].splitlines() if " bacc " in t)
     assert f"{bacc['p99_over_replication']:.3g} {TOO_FEW}" in line
+
+
+def test_plans_equal_cost_table_takes_each_schemes_fastest_tail_that_meets_the_target():
+    from gcc_mpi.reports.plan import equal_cost_table
+
+    def cand(scheme, N, S, db, p99, lo, hi):
+        return {"scheme": scheme, "N": N, "wait": "fastest", "S": S, "deadline": None,
+                "exact": scheme == "replication", "mse_db": db, "mse_db_ci95": 0.1,
+                "relacc": None, "trials_failed": 0, "latency_p50": p99 / 2,
+                "latency_mean": p99 / 2, "latency_p99": p99, "latency_p99_lo": lo,
+                "latency_p99_hi": hi}
+
+    cands = [cand("replication", 6, 0, -300.0, 0.040, 0.035, 0.045),
+             cand("bacc", 6, 1, -20.0, 0.030, 0.028, 0.032),   # meets, slower tail
+             cand("bacc", 6, 2, -18.0, 0.010, 0.009, 0.011),   # meets, fastest tail: chosen
+             cand("bacc", 6, 3, -5.0, 0.005, 0.004, 0.006),    # misses the target
+             cand("bacc", 9, 2, -18.0, 0.010, 0.009, 0.011)]   # no baseline at N = 9
+    text = equal_cost_table(cands, 3, -15.0)
+    rows = [t for t in text.splitlines() if " = " in t and not t.startswith("#")]
+    assert len(rows) == 2 and all("6/3 = 2" in t for t in rows)  # N = 9 has no baseline
+    bacc = next(t for t in rows if " bacc " in t)
+    assert "fastest N-2" in bacc and "0.25 *" in bacc and "CPU-s/batch" in text
+    assert equal_cost_table(cands, 3, -400.0) == ""

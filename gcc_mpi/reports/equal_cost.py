@@ -44,12 +44,15 @@ def equal_cost(rows, config_toml):
     for r in rows:
         if _key(r["point"]) in found:
             groups.setdefault(_key(r["point"]), []).append(r)
+    return [e for key, group in groups.items() for e in compared(group, *found[key])]
+
+
+def compared(group, N, K):
+    """The entries of ``group`` (rows of one equal-cost group: N workers, K inputs), each
+    against the group's baselines; [] without a baseline and another scheme."""
     out = []
-    for key, group in groups.items():
-        N, K = found[key]
-        base = {r["scheme"]: r for r in group if r["scheme"] in BASELINES}
-        if not base or len(base) == len(group):
-            continue
+    base = {r["scheme"]: r for r in group if r["scheme"] in BASELINES}
+    if base and len(base) < len(group):
         for r in group:
             e = {"point": r["point"], "N": N, "K": K, "scheme": r["scheme"],
                  "workers_per_input": N / K,

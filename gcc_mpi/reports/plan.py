@@ -168,6 +168,29 @@ def format_plan(front, best, target):
     return aligned(head, body, left={0, 1, 3}) + (f"\n{note}" if note else "")
 
 
+def equal_cost_table(cands, K, target):
+    """For each N: the candidate of each scheme that meets ``target`` with the lowest p99
+    (then p50), against replication's (and uncoded's, at N = K) on the same N workers
+    (``equal_cost``); "" when no N has a baseline and another scheme meeting the target."""
+    from .equal_cost import compared, format_equal_cost
+
+    entries = []
+    for N in sorted({c["N"] for c in cands}):
+        chosen = {}
+        for c in cands:
+            if c["N"] == N and meets(c, target) and c["latency_p99"] is not None:
+                old = chosen.get(c["scheme"])
+                if old is None or (c["latency_p99"], c["latency_p50"]) < \
+                        (old["latency_p99"], old["latency_p50"]):
+                    chosen[c["scheme"]] = c
+        entries += compared([{**c, "point": {"waits for": _label(c)}}
+                             for c in chosen.values()], N, K)
+    if not entries:
+        return ""
+    return ("\n# each scheme's fastest tail (lowest p99) that meets the target, by N\n"
+            + format_equal_cost(entries))
+
+
 def best_job(job, base, best, trace_abs, where):
     """The recommended configuration as a Job whose relative paths hold from folder ``where``."""
     from ..job.config import Job, Point, replace
@@ -273,6 +296,9 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
               f"configurations ({len(schemes)} schemes, N in {ns}), {trials} simulated trials "
               f"each, {time.perf_counter() - t0:.1f} s")
         print(_table(cands, front, best, target_nmse))
+        at_equal_cost = equal_cost_table(cands, base.data.batch, target_nmse)
+        if at_equal_cost:
+            print(at_equal_cost)
     if plot:
         drawn = plot_plan(cands, front, best, target_nmse, plot, job.config.job.name)
         print(f"wrote {drawn}", file=sys.stderr)
