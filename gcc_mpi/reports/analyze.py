@@ -43,6 +43,7 @@ from .tables import aligned, format_param, tail_text, too_few_note
 
 P99 = "p99 [ms] [95% CI]"  # the tail with its order-statistic interval (tables.with_interval)
 
+
 def _erasure_text(r):
     shown = [f"{n} {k}" for k, n in r["erasures"].items() if n]
     if r["workers_lost"]:
@@ -206,9 +207,8 @@ class Analysis:
 
     def text(self):
         """The table (and the differences, for several files), as printed."""
-        out = [self.header(), format_table(self.rows)]
-        if table_note(self.rows):
-            out.append(table_note(self.rows))
+        note = table_note(self.rows)
+        out = [self.header(), format_table(self.rows)] + ([note] if note else [])
         if not self.several:  # one file: coding against the baselines in each point
             from .equal_cost import equal_cost, format_equal_cost
 
