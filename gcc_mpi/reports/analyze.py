@@ -39,9 +39,7 @@ from ..files.reader import Results, read_results
 from .statistics import (
     ERASURE_KINDS, STATS, finite_or_none, summarize,
 )
-from .tables import aligned, format_param, tail_text, too_few_note
-
-P99 = "p99 [ms] [95% CI]"  # the tail with its order-statistic interval (tables.with_interval)
+from .tables import P99, aligned, format_param, tail_text, too_few_note
 
 
 def _erasure_text(r):

@@ -14,7 +14,7 @@ import json
 
 from ..errors import JobError
 from .comparison import apart
-from .tables import TOO_FEW, aligned, format_param, tail_text, too_few_note
+from .tables import P99, TOO_FEW, aligned, format_param, tail_text, too_few_note
 
 BASELINES = ("replication", "uncoded")
 
@@ -88,7 +88,7 @@ def format_equal_cost(entries):
         return ""
     keys = list(dict.fromkeys(k for e in entries for k in e["point"]))
     baselines = [b for b in BASELINES if any(f"p99_over_{b}" in e for e in entries)]
-    head = [*keys, "N/K", "scheme", "nmse [dB]", "relacc", "p50 [ms]", "p99 [ms] [95% CI]",
+    head = [*keys, "N/K", "scheme", "nmse [dB]", "relacc", "p50 [ms]", P99,
             *(f"p99 ÷ {b}" for b in baselines), "CPU-s/batch"]
     body = []
     for e in entries:
@@ -103,5 +103,5 @@ def format_equal_cost(entries):
              "p99 ÷ a baseline: * = the two p99 intervals are apart, ? = too few trials to "
              "tell; CPU-s/batch = (N + 1) ranks × mean latency",
              aligned(head, body, left=set(range(len(keys) + 2)))]
-    note = too_few_note([b[head.index("p99 [ms] [95% CI]")] for b in body])
+    note = too_few_note([b[head.index(P99)] for b in body])
     return "\n".join(lines + ([note] if note else []))

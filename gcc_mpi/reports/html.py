@@ -60,9 +60,10 @@ def build(analysis, rate=None, made=None):
 
 def _too_few(analysis):
     """The summary's note on a p99 whose interval the trials cannot close, if one is shown."""
-    from .analyze import table_note
+    from .tables import P99, too_few_note
 
-    note = table_note(analysis.rows)
+    head, body, _ = analysis.cells()
+    note = too_few_note([b[head.index(P99)] for b in body]) if P99 in head else ""
     return f" {note}." if note else ""
 
 

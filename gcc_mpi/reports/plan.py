@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import JobError
 from ..files.outputs import job_inputs, refuse
-from .tables import aligned, tail_text, too_few_note
+from .tables import P99, aligned, tail_text, too_few_note
 
 DEFAULT_TRIALS = 40
 N_VALUES = 5      # N from K to the largest, geometrically
@@ -155,7 +155,7 @@ def format_plan(front, best, target):
     """The candidates ``front`` as a table; ``best`` is starred, the others meeting the target
     marked ok."""
     head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]",
-            "p99 [ms] [95% CI]"]
+            P99]
     body = []
     for c in front:
         db = f"{c['mse_db']:.2f}" + (f" ± {c['mse_db_ci95']:.2f}" if c["mse_db_ci95"] else "")

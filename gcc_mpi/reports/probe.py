@@ -10,7 +10,7 @@ import numpy as np
 
 from .canvas import figure, require_matplotlib, save
 from .statistics import quantile_ci95
-from .tables import aligned, tail_text, too_few_note
+from .tables import P99, aligned, tail_text, too_few_note
 from ..files.traces import FORMAT, read_probe
 from ..files.outputs import refuse
 
@@ -63,7 +63,7 @@ def _ms(x):
 
 
 def format_probe(s):
-    head = ["worker", "rank", "host", "p50 [ms]", "p90 [ms]", "p99 [ms] [95% CI]",
+    head = ["worker", "rank", "host", "p50 [ms]", "p90 [ms]", P99,
             "compute p50 [ms]"]
     body = [[str(r["worker"]), str(r["rank"]), r["host"], _ms(r["arrival_p50"]),
              _ms(r["arrival_p90"]),

@@ -34,6 +34,7 @@ def ms(x):
 
 
 TOO_FEW = "?"  # the end of a percentile's interval that the trials cannot bound
+P99 = "p99 [ms] [95% CI]"  # the tail's column title: p99 with its interval (with_interval)
 
 
 def with_interval(value, lo, hi):
