@@ -209,6 +209,8 @@ def test_probe_measures_known_slowness_and_the_trace_replays_it(tmp_path):
     p = read_probe(tmp_path / "probe.h5")
     assert p["arrival"].shape == (30, 4) and p["attrs"]["complete"]
     assert p["master"].shape == (30,) and np.all(p["master"] > 0)  # rank 0 between rounds
+    recorded = json.loads(p["attrs"]["provenance"])  # as a results file's (test_provenance.py)
+    assert recorded["ft"] in ("off", "ulfm") and {"numpy", "mpi4py", "cpu"} <= set(recorded)
     known = STEP * np.arange(2, 6)
     # a sleep is never shorter than asked (a loaded machine makes it longer), and the steps of
     # STEP between ranks order the workers

@@ -260,4 +260,6 @@ def test_run_sbatch_uses_the_mpiexec_gcc_mpi_mpiexec_names(tmp_path):
     assert proc.returncode == 0, err
     assert (tmp_path / "called").read_text().split()[:2] == ["-n", "5"]
     res = read_results(tmp_path / "results" / "rate.h5")
-    assert res.complete and res.attrs["command"].startswith("mpiexec -n 5")
+    # the launcher's own command line, as the wrapper ran it (core.launcher.launch_command)
+    assert res.complete and res.attrs["command"].startswith(MPIEXEC)
+    assert " -n 5 " in res.attrs["command"] and "-m gcc_mpi run" in res.attrs["command"]

@@ -3,8 +3,10 @@ timeout, so nothing can hang CI), checked against the HDF5 contract and against 
 late results; errors on any rank; the single-process fallback; the wire format without MPI.
 Nothing here asserts on wall-clock time: the delays only make the received sets unambiguous.
 """
+import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from mpirun import run as launch
 from gcc_mpi.job.parse import load_job, parse_job
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.runtime import protocol as P
-from gcc_mpi.core.launcher import launcher_rank
+from gcc_mpi.core.launcher import LAUNCHERS, launcher_rank
 from gcc_mpi.runtime.mpi import resolve_wait
 from gcc_mpi.runtime.pace import Backoff
 from gcc_mpi.core.point import PointSetup
@@ -80,7 +82,14 @@ def assert_same_as_simulate(run, sim):
 
 def check_contract(res, workers, trials):
     assert res.attrs["format"] == "gcc_mpi/1" and res.complete
-    assert res.attrs["mpi"].startswith(MPI_NAME) and res.attrs["command"].startswith("mpiexec -n")
+    assert res.attrs["mpi"].startswith(MPI_NAME)
+    # how the ranks were launched: the launcher's command line as typed (its program is
+    # mpiexec, or prterun that Open MPI's mpiexec becomes), then what each rank runs
+    launcher, *rest = shlex.split(res.attrs["command"])
+    assert os.path.basename(launcher) in LAUNCHERS and "-n" in rest and "gcc_mpi" in rest
+    recorded = json.loads(res.attrs["provenance"])
+    assert recorded["ft"] in ("off", "ulfm") and recorded["mpi4py"] != "-"
+    assert {"python", "numpy", "scipy", "h5py", "cpu", "cores", "host"} <= set(recorded)
     for point in res.points:
         N = workers[point.index] if isinstance(workers, list) else workers
         for name, d in point.schemes.items():

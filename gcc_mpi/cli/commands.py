@@ -5,6 +5,7 @@ imports only the job's parser and its f.
 """
 
 import logging
+import os
 import shlex
 from pathlib import Path
 
@@ -69,9 +70,20 @@ def launched_ranks():
 
 def recorded_command(args, ranks=None):
     """What an output records as the command that wrote it: the arguments as parsed (``main``'s
-    argv), behind ``mpiexec -n RANKS`` for an MPI run."""
-    launch = ["mpiexec", "-n", str(ranks)] if ranks else []
-    return shlex.join([*launch, "python", "-m", "gcc_mpi", *args.argv])
+    argv); for an MPI run, the launcher's own command line as typed when rank 0 can read it
+    (``core.launcher.launch_command``: its options, such as ``--with-ft ulfm`` or a hostfile,
+    are how the ranks ran), else behind ``srun -n RANKS`` or ``mpiexec -n RANKS`` as the
+    environment tells."""
+    from ..core.launcher import launch_command, launcher_rank
+
+    ours = shlex.join(["python", "-m", "gcc_mpi", *args.argv])
+    if not ranks:
+        return ours
+    typed = launch_command() if not launcher_rank() else None  # rank 0's is the one kept
+    if typed:  # a launcher that runs a script: what each rank runs after it
+        return typed if "gcc_mpi" in typed else f"{typed}  # each rank: {ours}"
+    launcher = "srun" if os.environ.get("SLURM_STEP_ID", "").isdigit() else "mpiexec"
+    return f"{launcher} -n {ranks} {ours}"
 
 
 def cmd_run(args):
@@ -104,11 +116,13 @@ def single_process(args):
 
 
 def results_table(path):
-    from ..reports.analyze import format_table
+    from ..reports.analyze import format_table, table_note
     from ..reports.statistics import summarize
     from ..files.reader import read_results
 
-    return format_table(summarize(read_results(path)))
+    rows = summarize(read_results(path))
+    note = table_note(rows)
+    return format_table(rows) + (f"\n{note}" if note else "")
 
 
 def cmd_simulate(args):

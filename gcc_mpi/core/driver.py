@@ -231,14 +231,16 @@ class JobRun:
         inputs = max(p.config.code.workers for p, _ in self.prepared)
         return wait_line(max(seconds, default=None), over_mpi, inputs)
 
-    def open(self, mpi):
-        """Open the results file (``mpi``: what it records as the MPI library)."""
+    def open(self, mpi, ft="simulate"):
+        """Open the results file (``mpi``: what it records as the MPI library; ``ft``: the
+        run's fault tolerance, as ``provenance.collect`` takes it)."""
         from ..files.writer import ResultWriter
         from .progress import Progress
+        from .provenance import collect
 
         self.writer = ResultWriter(self.output, config_toml=self.job.to_toml(),
                                    command=self.command, mpi=mpi, overwrite=self.overwrite,
-                                   resume=self.resume)
+                                   resume=self.resume, provenance=collect(ft))
         self.progress = Progress(self.total, points=len(self.prepared), quiet=self.quiet)
 
     def run(self, engine):

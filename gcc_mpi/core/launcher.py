@@ -6,6 +6,7 @@ and the runtime to choose how a rank waits.
 """
 
 import os
+import shlex
 import sys
 
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -79,6 +80,37 @@ def several_tasks_error(command):
             f"({var}={tasks}), each of which would run the whole job and write its output: "
             f"{fix}")
     return line if not task else ""
+
+
+# the programs that start ranks, by the name they were run as (an ancestor of rank 0 on the host
+# where the launch was typed); the daemons between them and the rank (hydra_pmi_proxy, prted,
+# orted) are passed over, and slurmstepd ends the search: srun runs elsewhere
+LAUNCHERS = frozenset({"mpiexec", "mpirun", "mpiexec.hydra", "mpirun.hydra", "prterun",
+                       "orterun", "mpiexec.openmpi", "mpirun.openmpi", "mpiexec.mpich",
+                       "mpirun.mpich", "mpirun_rsh", "srun"})
+ANCESTORS = 6  # how far up the process tree a launcher is looked for
+
+
+def launch_command(pid=None):
+    """The command line of the launcher that started this rank, as it was typed
+    (``mpiexec --with-ft ulfm --hostfile h -n 9 python -m gcc_mpi run job.toml``), read from
+    /proc of the nearest ancestor whose program is a launcher; None when none is found (not
+    Linux, rank 0 on another host than the launcher, or under srun, whose step daemon is the
+    parent)."""
+    pid = os.getpid() if pid is None else pid
+    for _ in range(ANCESTORS):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])  # the parent
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except (OSError, ValueError, IndexError):
+            return None
+        if pid <= 1 or not argv or os.path.basename(argv[0]) == "slurmstepd":
+            return None
+        if os.path.basename(argv[0]) in LAUNCHERS:
+            return shlex.join(argv)
+    return None
 
 
 def launcher_local_size():

@@ -15,7 +15,8 @@ the files' sizes), and so is a (point, scheme) found twice compared: root attrib
 and ``format`` as the inputs', ``command``, ``created`` and ``version`` of the merge, ``mpi`` from
 the inputs (their distinct values joined by "; "), ``lost`` and ``hung`` the unions of the inputs'
 lost and hung ranks, ``hosts`` rank by rank the inputs' distinct hosts joined by "; " (point files
-of an array may have run on different nodes),
+of an array may have run on different nodes), ``provenance`` key by key the inputs' distinct
+values joined by "; ",
 ``complete`` true only if every input is complete and every scheme of every point of the job is
 present. Points are written in index order with their global index (``point_007`` stays
 ``point_007``), schemes in the job's order.
@@ -74,6 +75,7 @@ def _survey(paths):
     info = {}         # path -> (complete, mpi)
     ranks = dict(lost=[], hung=[])  # every input's ``lost`` and ``hung`` entries, each once
     hosts = []        # rank r -> the inputs' hosts of rank r, each once
+    provenance = {}   # key -> the inputs' values, each once
     for path in paths:
         with open_results(path) as f:
             text = _attr(f, "config", "")
@@ -88,6 +90,9 @@ def _survey(paths):
                                         f"{_first_difference(text, config)}; merge files of one "
                                         "job only")
             info[path] = (bool(f.attrs.get("complete", False)), _attr(f, "mpi", ""))
+            for key, value in json.loads(_attr(f, "provenance", "{}")).items():
+                seen = provenance.setdefault(key, [])
+                seen += [value] if value not in seen else []
             for key, entries in ranks.items():
                 entries += [e for e in json.loads(_attr(f, key, "[]")) if e not in entries]
             for r, host in enumerate(json.loads(_attr(f, "hosts", "[]"))):
@@ -116,7 +121,9 @@ def _survey(paths):
                         raise JobError("merge", f"point {index} {expected}, scheme {scheme!r} is "
                                                 f"in both {other} and {path} with different data; "
                                                 "leave one of them out")
-    return config, job, sources, info, dict(ranks, hosts=["; ".join(h) for h in hosts])
+    joined = {k: v[0] if len(v) == 1 else "; ".join(map(str, v)) for k, v in provenance.items()}
+    return config, job, sources, info, dict(ranks, hosts=["; ".join(h) for h in hosts],
+                                            provenance=joined or None)
 
 
 def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
@@ -143,7 +150,7 @@ def merge(paths, out, *, overwrite=False, command="python -m gcc_mpi merge"):
     partial = out + ".partial"
     try:
         writer = ResultWriter(partial, config_toml=config, command=command, mpi=mpi,
-                              overwrite=True)
+                              overwrite=True, provenance=ranks["provenance"])
         with writer:
             order = lambda e: (e["point"], e["trial"], e["rank"])  # noqa: E731
             for e in sorted(ranks["lost"], key=order):

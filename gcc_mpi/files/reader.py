@@ -271,7 +271,32 @@ def check_readable(path, key):
         raise JobError(key, f"cannot continue {e}") from None
 
 
-PROVENANCE = frozenset({"created", "command", "version", "mpi", "hosts"})  # root attributes
+PROVENANCE = frozenset({"created", "command", "version", "mpi", "hosts", "provenance"})  # root
+
+
+def provenance(attrs, hosts=None):
+    """A file's provenance as one flat {key: value} for display and comparison (``analyze A B``):
+    gcc_mpi's ``version``, the ``mpi`` line and the ``command`` from their root attributes, the
+    keys of the ``provenance`` attribute (absent in files of earlier versions: then only these),
+    and ``ranks_per_host`` ("vm×9") from ``hosts`` (default: the ``hosts`` attribute; a probe
+    file's are its master's and workers' hosts)."""
+    out = {"gcc_mpi": attrs.get("version"), "mpi": attrs.get("mpi"),
+           "command": attrs.get("command")}
+    try:
+        out.update(json.loads(attrs.get("provenance") or "{}"))
+    except ValueError:
+        out["provenance"] = "(unreadable)"
+    if hosts is None:
+        try:
+            hosts = json.loads(attrs.get("hosts") or "[]")
+        except ValueError:
+            hosts = []
+    if hosts:
+        counts = {}
+        for h in hosts:
+            counts[h] = counts.get(h, 0) + 1
+        out["ranks_per_host"] = ", ".join(f"{h}×{n}" for h, n in counts.items())
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def mismatches(a, b, ignore=None):

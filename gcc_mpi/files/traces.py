@@ -6,7 +6,8 @@ here.
 
 Layout (format ``gcc_mpi-probe/1``; worker w is rank w + 1)::
 
-    /            attrs: format, complete, config, version, command, created, mpi, master_host
+    /            attrs: format, complete, config, version, command, created, mpi, master_host,
+                 provenance (as a results file's, docs/output.md; absent in earlier files)
     /arrival     (T, W) float64  seconds from the round's send on rank 0 to the arrival of the
                                  worker's result on rank 0 (f run on real inputs, no delay)
     /compute     (T, W) float64  the worker's own time in f for that task
@@ -21,6 +22,7 @@ file then holds the rounds that finished.
 """
 
 import functools
+import json
 import os
 import time
 from datetime import datetime, timezone
@@ -57,7 +59,7 @@ def reference_work():
 
 
 def write_probe(path, arrival, compute, hosts, ranks, *, complete, config, command, mpi,
-                master_host, master=None):
+                master_host, master=None, provenance=None):
     """Write a probe file whole: to ``<path>.tmp``, then renamed over ``path`` (atomic)."""
     path = os.fspath(path)
     parent = os.path.dirname(path)
@@ -70,6 +72,8 @@ def write_probe(path, arrival, compute, hosts, ranks, *, complete, config, comma
         a["version"], a["command"], a["mpi"] = __version__, command, mpi
         a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         a["master_host"] = master_host
+        if provenance is not None:  # core.provenance.collect's, as a results file's
+            a["provenance"] = json.dumps(provenance, sort_keys=True)
         checked = {"fletcher32": True}  # a damaged file is a read error, not other delays
         f.create_dataset("arrival", data=np.asarray(arrival, np.float64), **checked)
         f.create_dataset("compute", data=np.asarray(compute, np.float64), **checked)

@@ -97,7 +97,7 @@ class ResultWriter:
     """
 
     def __init__(self, path, *, config_toml: str, command: str, mpi: str,
-                 overwrite: bool = False, resume: bool = False):
+                 overwrite: bool = False, resume: bool = False, provenance=None):
         self.path = os.fspath(path)
         if overwrite and resume:
             raise JobError("--resume", "cannot be combined with --overwrite")
@@ -138,6 +138,8 @@ class ResultWriter:
                 a["command"] = command
                 a["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 a["mpi"] = mpi
+            if provenance is not None:  # as the last run that wrote the file saw it, as hosts
+                self._f.attrs["provenance"] = json.dumps(provenance, sort_keys=True)
             # a writer left open at exit is closed before h5py's own clean-up, which would call
             # into the CommittedFile while the interpreter is finalising
             atexit.register(self._abandon)

@@ -17,8 +17,10 @@ d(10·log10 m)/dm = 10 / (m ln 10), so the half-width is 1.96 · 10 / ln 10 · s
 ``relacc_ci95`` and ``latency_mean_ci95`` are 1.96 standard errors of their means. p99's interval
 is distribution-free, from order statistics: the trials' latencies ranked l and u with
 l = F⁻¹(0.025), u = F⁻¹(0.975) + 1 for F the Binomial(n, 0.99) distribution; ``latency_p99_hi``
-is ``None`` below about 370 trials, too few to bound the tail from above. All deterministic;
-``None`` with fewer than two successful trials. Several files: gcc_mpi.reports.comparison.
+is ``None`` below 368 trials, too few to bound the tail from above; the table shows p99 with
+its interval and "?" for that end (``tables.with_interval``), and a line under it says why.
+All deterministic; ``None`` with fewer than two successful trials. Several files:
+gcc_mpi.reports.comparison.
 """
 
 import csv
@@ -38,7 +40,8 @@ from ..files.reader import Results, read_results
 from .statistics import (
     ERASURE_KINDS, STATS, finite_or_none, summarize,
 )
-from .tables import aligned, format_param
+from .tables import P99, aligned, format_param, tail_text, too_few_note
+
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +75,19 @@ def format_table(rows) -> str:
     return aligned(*table_cells(rows))
 
 
+def table_note(rows):
+    """The line under the table that explains a p99 interval's open end, if one is shown."""
+    head, body, _ = table_cells(rows) if rows else ([P99], [], 0)
+    return too_few_note([b[head.index(P99)] for b in body])
+
+
 def table_cells(rows):
     """(head, body, left) of the table of ``rows``: column titles, one list of cells (text)
     per row, and how many leading columns are names (the rest are numbers)."""
     keys = _param_keys(rows)
     files = ["file"] if any("file" in r for r in rows) else []
     head = files + keys + ["scheme", "trials (failed)", "nmse [dB] ± ci95", "relacc",
-                           "latency p50 [ms]", "p99 [ms]", "overhead p50 [ms]"]
+                           "latency p50 [ms]", P99, "overhead p50 [ms]"]
     erasures = any(r.get("workers_lost") or any(r.get("erasures", {}).values()) for r in rows)
     if erasures:  # only when some worker result was erased (f raised, NaN, shape, rank died)
         head.append("erasures")
@@ -91,7 +100,9 @@ def table_cells(rows):
                     + [format_param(r["point"][k]) if k in r["point"] else "-" for k in keys] + [
             r["scheme"], f"{r['trials']} ({r['trials_failed']})", db,
             "-" if r["relacc"] is None else f"{r['relacc']:.3f}",
-            _ms(r["latency_p50"]), _ms(r["latency_p99"]), _ms(r["overhead_p50"])]
+            _ms(r["latency_p50"]),
+            tail_text(r, "latency_p99"),
+            _ms(r["overhead_p50"])]
             + ([_erasure_text(r)] if erasures else []))
     return head, body, len(files) + len(keys) + 1
 
@@ -198,9 +209,18 @@ class Analysis:
 
     def text(self):
         """The table (and the differences, for several files), as printed."""
-        out = [self.header(), format_table(self.rows)]
+        note = table_note(self.rows)
+        out = [self.header(), format_table(self.rows)] + ([note] if note else [])
+        if not self.several:  # one file: coding against the baselines in each point
+            from .equal_cost import equal_cost, format_equal_cost
+
+            text = format_equal_cost(equal_cost(self.rows, self.results[0].config_toml))
+            out += ["", text] if text else []
         if len(self.results) > 1:
-            out += ["", comparison.format_differences(self.differences, self.labels)]
+            out += ["", comparison.format_differences(self.differences, self.labels), "",
+                    comparison.format_provenance(
+                        comparison.provenance_differences(self.results, self.labels),
+                        self.labels)]
         return "\n".join(out)
 
     def json(self):
@@ -208,8 +228,11 @@ class Analysis:
         ``{"files": [...], "rows": [...], "differences": [...]}``."""
         if not self.several:
             return to_json(self.rows)
+        from ..files.reader import provenance
+
         files = [{"file": label, "path": r.path, "complete": r.complete,
-                  **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")}}
+                  **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")},
+                  "provenance": provenance(r.attrs)}
                  for label, r in zip(self.labels, self.results)]
         return _json.dumps(_clean({"files": files, "rows": self.rows,
                                    "differences": self.differences}), indent=2, allow_nan=False)

@@ -12,7 +12,10 @@ sqrt(ci_A² + ci_B²) from the rows' own intervals (``analyze``: the NMSE in dB 
 method, the mean latency and relacc by their standard errors), which treats the runs as
 independent; it is marked when it is larger than that half-width, i.e. unlikely to be chance.
 Two runs of one job with the same seed draw the same inputs and delays, so their trials are
-paired and the independent interval is conservative for them.
+paired and the independent interval is conservative for them. A p99 difference has no
+half-width: it is marked when the two p99 intervals (order statistics, ``analyze``) are
+disjoint (``apart``), and left open ("?") when a missing upper end cannot decide. Last, the
+provenance that differs between the files (``files.reader.provenance``), one line per key.
 """
 
 import json
@@ -22,7 +25,7 @@ import sys
 
 from ..job.keys import lookup
 from ..errors import JobError
-from .tables import aligned, format_param
+from .tables import TOO_FEW, aligned, format_param
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +37,7 @@ COMPARED = (
     ("mse_db", "mse_db_ci95", "Δ nmse [dB] ± ci95", 1.0, 2),
     ("relacc", "relacc_ci95", "Δ relacc ± ci95", 1.0, 3),
     ("latency_mean", "latency_mean_ci95", "Δ latency mean [ms] ± ci95", 1e3, 3),
+    ("latency_p99", "latency_p99_ci95", "Δ p99 [ms]", 1e3, 3),
 )
 
 
@@ -108,8 +112,25 @@ def differences(rows):
                 width = math.hypot(ref[ci], r[ci])
             d[stat], d[f"{stat}_ci95"] = delta, width
             d[f"{stat}_differs"] = None if width is None else abs(delta) > width
+        a, b = ref.get("latency_p99"), r.get("latency_p99")
+        d["latency_p99"] = None if a is None or b is None else b - a
+        d["latency_p99_ci95"] = None  # no half-width: the two intervals decide (apart)
+        d["latency_p99_differs"] = apart(ref, r, "latency_p99")
         out.append(d)
     return out
+
+
+def apart(a, b, stat):
+    """Whether the 95 % intervals (``<stat>_lo``, ``<stat>_hi``) of the rows ``a`` and ``b``
+    are disjoint (True), overlap (False), or cannot tell (None: an end is missing where it
+    would decide, as the upper end of a p99 from fewer than 368 trials). Disjoint intervals
+    mark a difference: a true common value lies outside one of them, which each end allows
+    with probability at most 2.5 %, so chance marks at most 5 % in each direction."""
+    lo_a, hi_a, lo_b, hi_b = (x.get(f"{stat}_{end}") for x in (a, b) for end in ("lo", "hi"))
+    if (lo_b is not None and hi_a is not None and lo_b > hi_a) or \
+            (lo_a is not None and hi_b is not None and lo_a > hi_b):
+        return True
+    return None if None in (lo_a, hi_a, lo_b, hi_b) else False
 
 
 def shown(d, stat, scale, decimals):
@@ -120,13 +141,15 @@ def shown(d, stat, scale, decimals):
     text = f"{value if round(value, decimals) else 0.0:+.{decimals}f}"  # no "-0.00"
     if d[f"{stat}_ci95"] is not None:
         text += f" ± {scale * d[f'{stat}_ci95']:.{decimals}f}"
-    return text + (" *" if d[f"{stat}_differs"] else "  ")
+    mark = {True: " *", None: f" {TOO_FEW}"}.get(d[f"{stat}_differs"], "  ")
+    return text + mark
 
 
 def heading(labels):
     """What the differences are: against the first file, with the intervals' meaning."""
     return (f"differences against {labels[0]} (the first file): file minus {labels[0]}, with "
-            "the half-width of the 95% interval; * = larger than its interval")
+            "the half-width of the 95% interval; * = larger than its interval (p99: the two "
+            f"p99 intervals are disjoint; {TOO_FEW} = too few trials to tell)")
 
 
 def none_match(labels):
@@ -150,3 +173,33 @@ def format_differences(diffs, labels):
     if not diffs:
         return f"# {heading(labels)}\n({none_match(labels)})"
     return f"# {heading(labels)}\n" + aligned(*difference_cells(diffs))
+
+
+def provenance_differences(results, labels):
+    """{key: [value of each file]} of the provenance keys (``files.reader.provenance``) whose
+    values are not all the same, in the first file's order of keys ("-" where a file lacks one,
+    e.g. a file written before the key was recorded)."""
+    from ..files.reader import provenance
+
+    each = [provenance(r.attrs) for r in results]
+    keys = list(dict.fromkeys(k for p in each for k in p))
+    found = {}
+    for k in keys:
+        values = [p.get(k, "-") for p in each]
+        if len(set(map(str, values))) > 1:
+            found[k] = values
+    return found
+
+
+def format_provenance(found, labels):
+    """The provenance differences as a short block: one line per key, each file's value (the
+    block says so when the files agree on everything recorded)."""
+    if not found:
+        return "# provenance: the same in every file (versions, MPI, CPU, hosts, command)"
+    width = max(map(len, found))
+    lines = ["# provenance that differs:"]
+    for k, values in found.items():
+        lines.append(f"#   {k:<{width}}  " + "  |  ".join(
+            f"{label}: {v}" for label, v in zip(labels, values)))
+    return "\n".join(lines)
+

@@ -20,7 +20,9 @@ from .rates import fit_rate_details, format_rates
 ROW_NOTES = ("nmse [dB]: 10·log10 of the mean NMSE over the trials that did not fail, ± the "
              "half-width of its 95% confidence interval; relacc: the fraction of inputs whose "
              "argmax class is right (classifiers); latency: encode + send + wait + decode per "
-             "trial; overhead: decode finished minus the arrival of the last result used.")
+             "trial; p99 [95% CI]: the 99th percentile of the latency with its "
+             "distribution-free interval from order statistics; overhead: decode finished "
+             "minus the arrival of the last result used.")
 
 
 def build(analysis, rate=None, made=None):
@@ -31,7 +33,7 @@ def build(analysis, rate=None, made=None):
     labels, results = analysis.labels, analysis.results
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
-                 table(*analysis.cells()) + paragraph(ROW_NOTES))]
+                 table(*analysis.cells()) + paragraph(ROW_NOTES + _too_few(analysis)))]
     if len(results) > 1:
         inner = (table(*comparison.difference_cells(analysis.differences))
                  if analysis.differences else paragraph(comparison.none_match(labels)))
@@ -56,6 +58,15 @@ def build(analysis, rate=None, made=None):
     return page(title, sections, len(results))
 
 
+def _too_few(analysis):
+    """The summary's note on a p99 whose interval the trials cannot close, if one is shown."""
+    from .tables import P99, too_few_note
+
+    head, body, _ = analysis.cells()
+    note = too_few_note([b[head.index(P99)] for b in body]) if P99 in head else ""
+    return f" {note}." if note else ""
+
+
 def _rates(rows, key):
     try:
         return preformatted(format_rates(fit_rate_details(rows, key), key))
@@ -74,7 +85,17 @@ def provenance(labels, results):
         body.append([label or "-", r.path, "yes" if r.complete else "no (interrupted)",
                      r.attrs.get("mpi"), r.attrs.get("version"), r.attrs.get("created"),
                      r.attrs.get("command"), len(r.points), ", ".join(schemes), len(lost)])
-    return table(head, body, left=len(head))
+    from ..files.reader import provenance as recorded
+
+    kept = "\n".join(details(f"{label + ': ' if label else ''}where and with what it ran",
+                              preformatted("\n".join(f"{k}: {v}" for k, v in
+                                                      recorded(r.attrs).items())))
+                      for label, r in zip(labels, results))
+    if len(results) > 1:
+        kept += preformatted(comparison.format_provenance(
+            comparison.provenance_differences(results, labels), labels))
+    return table(head, body, left=len(head)) + kept
+
 
 LONG = 30  # characters: a longer cell may wrap anywhere, so that wide tables fit the page
 STYLE = """

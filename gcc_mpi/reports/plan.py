@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import JobError
 from ..files.outputs import job_inputs, refuse
 from ..logs import PLAIN
-from .tables import aligned
+from .tables import P99, aligned, tail_text, too_few_note
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,8 @@ def recommend(cands, target):
 def format_plan(front, best, target):
     """The candidates ``front`` as a table; ``best`` is starred, the others meeting the target
     marked ok."""
-    head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]", "p99 [ms]"]
+    head = ["", "scheme", "N", "waits for", "mse [dB] ± ci95", "relacc", "p50 [ms]",
+            P99]
     body = []
     for c in front:
         db = f"{c['mse_db']:.2f}" + (f" ± {c['mse_db_ci95']:.2f}" if c["mse_db_ci95"] else "")
@@ -165,8 +166,32 @@ def format_plan(front, best, target):
                      str(c["N"]), _label(c), db,
                      "-" if c["relacc"] is None else f"{c['relacc']:.3f}",
                      f"{1e3 * c['latency_p50']:.3f}",
-                     "-" if c["latency_p99"] is None else f"{1e3 * c['latency_p99']:.3f}"])
-    return aligned(head, body, left={0, 1, 3})
+                     tail_text(c, "latency_p99")])
+    note = too_few_note([b[-1] for b in body])
+    return aligned(head, body, left={0, 1, 3}) + (f"\n{note}" if note else "")
+
+
+def equal_cost_table(cands, K, target):
+    """For each N: the candidate of each scheme that meets ``target`` with the lowest p99
+    (then p50), against replication's (and uncoded's, at N = K) on the same N workers
+    (``equal_cost``); "" when no N has a baseline and another scheme meeting the target."""
+    from .equal_cost import compared, format_equal_cost
+
+    entries = []
+    for N in sorted({c["N"] for c in cands}):
+        chosen = {}
+        for c in cands:
+            if c["N"] == N and meets(c, target) and c["latency_p99"] is not None:
+                old = chosen.get(c["scheme"])
+                if old is None or (c["latency_p99"], c["latency_p50"]) < \
+                        (old["latency_p99"], old["latency_p50"]):
+                    chosen[c["scheme"]] = c
+        entries += compared([{**c, "point": {"waits for": _label(c)}}
+                             for c in chosen.values()], N, K)
+    if not entries:
+        return ""
+    return ("\n# each scheme's fastest tail (lowest p99) that meets the target, by N\n"
+            + format_equal_cost(entries))
 
 
 def best_job(job, base, best, trace_abs, where):
@@ -274,6 +299,9 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
               f"configurations ({len(schemes)} schemes, N in {ns}), {trials} simulated trials "
               f"each, {time.perf_counter() - t0:.1f} s")
         print(_table(cands, front, best, target_nmse))
+        at_equal_cost = equal_cost_table(cands, base.data.batch, target_nmse)
+        if at_equal_cost:
+            print(at_equal_cost)
     if plot:
         drawn = plot_plan(cands, front, best, target_nmse, plot, job.config.job.name)
         log.info("wrote %s", drawn, extra=PLAIN)
@@ -281,7 +309,8 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
         return _none_meets(cands, target_nmse)
     what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
             f"latency p50 {1e3 * best['latency_p50']:.3f} ms, p99 "
-            f"{1e3 * best['latency_p99']:.3f} ms (simulated)")
+            f"{tail_text(best, 'latency_p99')}"
+            " ms (simulated; [95% CI])")
     print(f"recommended: {what}")
     if write:
         header = (f"# Written by `{command or 'python -m gcc_mpi plan'}`:\n# the fastest of "

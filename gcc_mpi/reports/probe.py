@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from .canvas import figure, require_matplotlib, save
-from .tables import aligned
+from .statistics import quantile_ci95
+from .tables import P99, aligned, tail_text, too_few_note
 from ..files.traces import FORMAT, read_probe
 from ..files.outputs import refuse
 from ..logs import PLAIN
@@ -20,7 +21,11 @@ QUANTILES = (50, 90, 99)
 
 
 def _q(a):
-    return {f"p{q}": float(np.percentile(a, q)) for q in QUANTILES}
+    """The QUANTILES of ``a`` and p99's distribution-free 95 % interval (``p99_lo``,
+    ``p99_hi``; None for an end that too few values cannot bound)."""
+    lo, hi = quantile_ci95(np.asarray(a, np.float64), 0.99)
+    return {**{f"p{q}": float(np.percentile(a, q)) for q in QUANTILES},
+            "p99_lo": lo, "p99_hi": hi}
 
 
 def summarize_probe(p, slowest=3):
@@ -31,7 +36,8 @@ def summarize_probe(p, slowest=3):
                 **{f"arrival_{k}": v for k, v in _q(arrival[:, w]).items()},
                 **{f"compute_{k}": v for k, v in _q(compute[:, w]).items()}}
                for w in range(W)] if T else []
-    pooled = _q(arrival.ravel()) if T else dict.fromkeys(f"p{q}" for q in QUANTILES)
+    pooled = _q(arrival.ravel()) if T else dict.fromkeys(
+        [f"p{q}" for q in QUANTILES] + ["p99_lo", "p99_hi"])
     tail = {}
     if T:
         by_p50 = sorted(workers, key=lambda r: -r["arrival_p50"])[:slowest]
@@ -42,6 +48,8 @@ def summarize_probe(p, slowest=3):
                 "slowest_by_p99": [r["worker"] for r in by_p99],
                 "wait_all_p50": float(np.percentile(everyone, 50)),
                 "wait_all_p99": float(np.percentile(everyone, 99)),
+                **dict(zip(("wait_all_p99_lo", "wait_all_p99_hi"),
+                           quantile_ci95(everyone, 0.99))),
                 "compute_share_p50": float(np.median(compute) / np.median(arrival))
                 if np.median(arrival) > 0 else None}
         master = p.get("master")
@@ -58,14 +66,20 @@ def _ms(x):
 
 
 def format_probe(s):
-    head = ["worker", "rank", "host", "p50 [ms]", "p90 [ms]", "p99 [ms]", "compute p50 [ms]"]
+    head = ["worker", "rank", "host", "p50 [ms]", "p90 [ms]", P99,
+            "compute p50 [ms]"]
     body = [[str(r["worker"]), str(r["rank"]), r["host"], _ms(r["arrival_p50"]),
-             _ms(r["arrival_p90"]), _ms(r["arrival_p99"]), _ms(r["compute_p50"])]
+             _ms(r["arrival_p90"]),
+             tail_text(r, "arrival_p99"),
+             _ms(r["compute_p50"])]
             for r in s["per_worker"]]
     pooled = s["pooled"]
     body.append(["all", "-", ",".join(s["hosts"]) or "-", _ms(pooled["p50"]),
-                 _ms(pooled["p90"]), _ms(pooled["p99"]), "-"])
+                 _ms(pooled["p90"]), tail_text(pooled, "p99"), "-"])
     lines = [aligned(head, body, left={2})]
+    note = too_few_note([b[5] for b in body])
+    if note:  # p99 of one worker's few rounds: the pooled one is the one to read
+        lines.append(note.replace("trials", "rounds"))
     t = s["tail"]
     if t:
         ratio = "-" if t["p99_over_p50"] is None else f"{t['p99_over_p50']:.2f}"
@@ -75,7 +89,8 @@ def format_probe(s):
         lines += ["", f"tail: pooled p99/p50 = {ratio}; slowest workers by p50: {slow}; "
                       f"by p99: {', '.join(map(str, t['slowest_by_p99']))}",
                   f"a round that waits for every worker: p50 {_ms(t['wait_all_p50'])} ms, "
-                  f"p99 {_ms(t['wait_all_p99'])} ms; f is {share} of the median task time"]
+                  f"p99 {tail_text(t, 'wait_all_p99')} ms; "
+                  f"f is {share} of the median task time"]
         if "master_reference_p50" in t:
             lines.append(f"rank 0 between rounds: {_ms(t['master_reference_p50'])} ms (p50) for "
                          "the reference computation that scales the simulator's encode and "
