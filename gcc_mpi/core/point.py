@@ -16,6 +16,7 @@ from ..job.rules import resolved_lcc_degree, resolved_stragglers
 from ..job.datasets import load_dataset
 from .erasures import evaluate_rows
 from ..errors import JobError
+from ..job.adversaries import Adversaries
 from ..job.seeds import TrialRngs
 from ..job.stragglers import draw_delays
 from ..targets import check_layout, target_for, try_one_row
@@ -76,10 +77,14 @@ class PointSetup:
     policies: dict
     trace: object = None  # stragglers.model = "trace": the measured delays it replays
     rngs: object = field(default=None, repr=False)  # trial_rngs, a chunk of trials at a time
+    # the workers that lie and what they send (job.adversaries), the same in both engines
+    adversaries: object = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.rngs is None:
             self.rngs = TrialRngs(self.config.job.seed)
+        if self.adversaries is None:
+            self.adversaries = Adversaries.of(self.config)
 
     @classmethod
     def build(cls, config, base_dir=".", data_and_f=None):

@@ -177,9 +177,10 @@ class Master:
             Y_true, why = setup.reference(X)
             self.hung.timed(time.perf_counter() - t0)  # bounds a round nobody answers (hung)
             whole.expect(t)
+            liars = setup.adversaries.liars(p, t) if setup.adversaries.on else None
             for name in names:
                 if Y_true is None:  # f failed on the inputs: no round at all
-                    whole.take(t, name, failed_record(setup.codes[name], delays, why))
+                    whole.take(t, name, failed_record(setup.codes[name], delays, why, liars))
                     continue
                 while len(self.rounds) >= self.depth:
                     whole.retired(self.advance())
@@ -206,7 +207,9 @@ class Master:
         from ..core.trial import encode_record
 
         code = setup.codes[name]
-        rec, X_coded = encode_record(code, X, delays)
+        # the liars' own ranks corrupt their results (worker.py); the record says who they are
+        liars = setup.adversaries.liars(point, trial) if setup.adversaries.on else None
+        rec, X_coded = encode_record(code, X, delays, liars)
         if X_coded is None:
             self.unstarted = rec
             return None
