@@ -19,6 +19,7 @@ imports nothing but numpy for it: this module is of the job layer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,12 @@ PARAMS = {
 def declared(params) -> bool:
     """Whether the job has adversaries at all (count or p above 0)."""
     return params.count > 0 or params.p > 0
+
+
+def errors(params, N) -> int:
+    """The wrong results a robust decoder is built to correct (its A): ``count``, or with a
+    probability 2pN rounded up (a trial has more liars than that rarely)."""
+    return params.count if params.count else min(math.ceil(2 * params.p * N), N)
 
 
 def _rng(seed, *key):
