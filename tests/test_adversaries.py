@@ -49,6 +49,16 @@ def test_a_count_and_a_probability_together_are_refused():
     assert "adversaries.p: must be 0 when adversaries.count is set" in done.stderr
 
 
+def test_a_robust_lcc_without_its_2a_more_workers_is_refused(tmp_path):
+    (tmp_path / "lcc.toml").write_text(small_job("lcc", ["lcc"], 2, "[adversaries]\ncount = 1\n"))
+    done = subprocess.run([sys.executable, "-m", "gcc_mpi", "validate", "lcc.toml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "gcc_mpi: error: code.workers: robust lcc corrects A = 1 wrong results with >= "
+        "(K-1)*degree+1+2A = 7 workers, got 6 (or code.lcc.robust = false)"]
+
+
 def test_liars_follow_the_seed_and_the_placement():
     N = 20
     drawn = [liars(7, 0, t, N, params(count=3)) for t in range(50)]
@@ -97,7 +107,11 @@ def test_corrupt_rows_changes_only_the_liars_rows():
     assert np.array_equal(out[changed], -10 * Y[changed])
 
 
+# lcc decodes plainly (robust, it would need 2 results more than N = 6); bacc's and gcc's
+# robust decoders (auto: on) flag the liars, in both engines alike
 JOB = small_job("adv", ["lcc", "bacc", "gcc"], 6, """
+[code.lcc]
+robust = false
 [stragglers]
 model = "fixed"
 count = 1

@@ -25,7 +25,8 @@ kept results with its plain decoder, and the ones not kept are the trial's flagg
   some dropped were honest. The system's smallest two singular values are its conditioning
   (``gap``: how clearly the null space is one line).
 
-A non-finite result (a bit flip into the exponent) is never kept.
+A non-finite result, or one HUGE times the median one (a bit flipped into the exponent), is
+never kept.
 """
 
 import numpy as np
@@ -41,8 +42,18 @@ OUTLIER = 8.0
 FLOOR = 1e-12     # relative to the results' size: residuals below it are round-off
 
 
+HUGE = 1e6       # a result this many times the median result's size is a lie (a flipped exponent)
+
+
 def finite_rows(Y):
-    return np.all(np.isfinite(Y), axis=1)
+    """The rows to consider at all: finite, and not HUGE times the median row's size (a bit
+    flipped into the exponent gives 1e300: its residuals, and its neighbours', overflow)."""
+    ok = np.all(np.isfinite(Y), axis=1)
+    if ok.any():
+        with np.errstate(over="ignore"):
+            size = np.sqrt(np.sum(np.square(Y[ok]), axis=1))
+        ok[ok] = size <= HUGE * max(np.median(size), 1e-300)
+    return ok
 
 
 def loo_residuals(points, Y):
@@ -69,7 +80,7 @@ def loo_screen(points, Y, most):
     neighbour look like one — then a dropped result whose residual among the kept ones is no
     outlier is taken back. Non-finite rows are dropped first."""
     keep = finite_rows(Y)
-    size = np.linalg.norm(Y[keep]) / max(np.sqrt(keep.sum()), 1) if keep.any() else 0.0
+    size = np.median(np.linalg.norm(Y[keep], axis=1)) if keep.any() else 0.0
     for _ in range(2 * most):
         idx = np.flatnonzero(keep)
         if len(idx) < 4:

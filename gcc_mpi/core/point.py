@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codes import make_code
-from ..job.rules import resolved_lcc_degree, resolved_stragglers
+from ..job.rules import resolved_lcc_degree, resolved_robust, resolved_stragglers
 from ..job.datasets import load_dataset
 from .erasures import evaluate_rows
 from ..errors import JobError
-from ..job.adversaries import Adversaries, declared, errors
+from ..job.adversaries import Adversaries
 from ..job.seeds import TrialRngs
 from ..job.stragglers import draw_delays
 from ..targets import check_layout, target_for, try_one_row
@@ -58,9 +58,7 @@ def scheme_options(config, name, dataset):
     if name == "lcc":
         opts["degree"] = resolved_lcc_degree(config)
     if "robust" in opts:  # built-ins: on when asked, or (auto) when the job has adversaries
-        a = config.adversaries
-        opts["robust"] = declared(a) if opts["robust"] == "auto" else opts["robust"]
-        opts["errors"] = max(errors(a, config.code.workers), 1) if opts["robust"] else 0
+        opts["robust"], opts["errors"] = resolved_robust(config, name)
     if name == "gcc-manifold":
         # the reference pool is drawn once per job, from its own stream of the job's seed
         n = opts.pop("pool")

@@ -4,7 +4,7 @@ naming the key to change."""
 from __future__ import annotations
 
 from ..errors import JobError
-from .rules import resolved_lcc_degree, resolved_stragglers
+from .rules import resolved_lcc_degree, resolved_robust, resolved_stragglers
 from .stragglers import MODELS
 
 
@@ -35,6 +35,11 @@ def consistent(c) -> None:
         if N < (K - 1) * d + 1:
             raise JobError("code.workers", f"lcc needs >= (K-1)*degree+1 = {(K - 1) * d + 1} "
                                            f"workers (K = {K}, degree = {d}), got {N}")
+        robust, A = resolved_robust(c, "lcc")
+        if robust and N < (K - 1) * d + 1 + 2 * A:
+            raise JobError("code.workers", f"robust lcc corrects A = {A} wrong results with >= "
+                                           f"(K-1)*degree+1+2A = {(K - 1) * d + 1 + 2 * A} "
+                                           f"workers, got {N} (or code.lcc.robust = false)")
     for name in model.counts:
         if getattr(s, name) > N:
             raise JobError(f"stragglers.{name}", f"must be <= code.workers = {N}, "
