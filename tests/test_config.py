@@ -68,10 +68,12 @@ def test_get_options_and_frozen():
     c = job(code__gcc_h_manifold__neighbors=5, code__gcc__kernel="matern52").config
     assert get(c, "code.gcc-manifold.neighbors") == 5 == c.code.gcc_manifold.neighbors
     assert get(c, "code.gcc-manifold.kernel") == "matern52"       # same keys as code.gcc
-    assert c.code.options("gcc") == {"kernel": "matern52", "lengthscale": "auto",
-                                     "lambda_enc": "auto", "lambda_dec": "auto",
-                                     "decoder": "auto"}
-    assert c.code.options("bacc") == {} and c.code.options("gcc-manifold")["ordering"] == "geodesic"
+    assert c.code.options("gcc") == {"robust": "auto", "kernel": "matern52",
+                                     "lengthscale": "auto", "lambda_enc": "auto",
+                                     "lambda_dec": "auto", "decoder": "auto"}
+    assert c.code.options("bacc") == {"robust": "auto"}
+    assert c.code.options("uncoded") == {} and \
+        c.code.options("gcc-manifold")["ordering"] == "geodesic"
     with pytest.raises(TypeError):
         c.code.options("gcc")["kernel"] = "gaussian"
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -81,7 +81,7 @@ def test_the_file_estimate_is_what_the_writer_writes(tmp_path, job_file, sets, t
 def test_check_disk_counts_the_trials_or_what_the_time_limit_allows(tmp_path):
     job = parse_job('[job]\ntrials = 1000\n[code]\nworkers = 40\nschemes = ["bacc", "gcc"]\n')
     per_trial = resources.record_bytes(job.points[0].config)
-    assert per_trial == 2 * (18 * 40 + resources.TRIAL_BYTES)
+    assert per_trial == 2 * (resources.RECORD_BYTES * 40 + resources.TRIAL_BYTES)
     empty = resources.file_bytes(job.points, 0)
     out = tmp_path / "o.h5"
     assert resources.check_disk(job, job.points, out, free=10**9) == \

@@ -84,7 +84,12 @@ def make_code(name, N, K, *, base_dir=".", **options):
     A plug-in is imported (a file relative to ``base_dir``, the job file's folder), built and
     checked on a small batch (``check_code``): a problem is one JobError."""
     if name in CLASSES:
-        return CLASSES[name](N, K, **options)
+        # robust decoding is the base class's (LinearCode.set_robust): "auto" without a job's
+        # [adversaries] to go by is off
+        robust, errors = options.pop("robust", False), options.pop("errors", 0)
+        code = CLASSES[name](N, K, **options)
+        code.set_robust(robust is True, errors)
+        return code
     if not is_plugin(name):
         raise JobError("code.schemes", f"scheme {name!r} is not available in this version; "
                                        f"choose from {', '.join(CLASSES)} or a plug-in")

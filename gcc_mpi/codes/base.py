@@ -67,6 +67,12 @@ class LinearCode:
         # they hardly ever do, and a decoder holds O(N^2) numbers (1 GB for 30 at N = 4096)
         self.cache_size = int(np.clip(2**20 // N**2, 4, 256))
         self._cache = OrderedDict()
+        self.robust, self.errors = False, 0  # set_robust
+
+    def set_robust(self, robust, errors):
+        """Decode robustly (``robust``) against up to ``errors`` wrong results: ``trusted``
+        picks the results to decode from, the others are the trial's ``flagged`` workers."""
+        self.robust, self.errors = bool(robust), int(errors)
 
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, X):
@@ -136,7 +142,28 @@ class LinearCode:
         if len(received) == 0 or not self.decodable(mask):
             raise DecodeError(self.shortfall(mask))
         order = np.argsort(received, kind="stable")
-        return self._decode_sorted(received[order], np.asarray(Y)[order], alpha, inputs)
+        received, Y = received[order], np.asarray(Y)[order]
+        if not self.robust:
+            return self._decode_sorted(received, Y, alpha, inputs)
+        keep, facts = self.trusted(received, Y)
+        flagged = np.zeros(self.N, bool)
+        flagged[received[~keep]] = True
+        Y_hat, info = self._decode_sorted(received[keep], Y[keep], alpha, inputs)
+        return Y_hat, {**info, **facts, "flagged": flagged}
+
+    def trusted(self, received, Y):
+        """(keep: bool per received result, decoder facts) of a robust decode: the generic
+        leave-one-out screen on the workers' points (codes.robust.loo_screen), or for a code
+        without points the finite results. Raise DecodeError when too few remain."""
+        from .robust import finite_rows, loo_screen
+
+        if self.beta is None:
+            keep = finite_rows(Y)
+        else:
+            keep = loo_screen(self.beta[received], Y, self.errors)
+        if not keep.any():
+            raise DecodeError("robust decoding trusted none of the results")
+        return keep, {}
 
     def decoder(self, received):
         """What ``decode_matrix`` built for this received set (sorted), from an LRU cache."""

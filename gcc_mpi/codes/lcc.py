@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 from scipy.interpolate import BarycentricInterpolator
 
-from .base import LinearCode
+from .base import DecodeError, LinearCode
 from .points import chebyshev_alpha, chebyshev_beta
 
 ILL_CONDITIONED = 1e8  # Lebesgue constant beyond which rounding errors reach ~1e-8 relative
@@ -35,11 +35,26 @@ class LCC(LinearCode):
         self.E = lagrange_matrix(self.alpha, self.beta)
 
     def decodable(self, received_mask):
-        return int(received_mask.sum()) >= self.threshold
+        return int(received_mask.sum()) >= self.needed()
+
+    def needed(self):
+        """Results to decode from: (K-1)*deg + 1, and 2A more to correct A wrong ones."""
+        return self.threshold + (2 * self.errors if self.robust else 0)
 
     def shortfall(self, mask):
-        return (f"lcc needs {self.threshold} results ((K-1)*deg+1 with K={self.K}, "
+        more = f" + 2A with A={self.errors}" if self.robust else ""
+        return (f"lcc needs {self.needed()} results ((K-1)*deg+1{more} with K={self.K}, "
                 f"deg={self.degree}), got {int(mask.sum())}")
+
+    def trusted(self, received, Y):
+        """Reed–Solomon error correction over the reals (codes.robust.berlekamp_welch)."""
+        from .robust import berlekamp_welch
+
+        keep, gap = berlekamp_welch(self.beta[received], Y, self.threshold - 1, self.errors)
+        if keep is None:
+            raise DecodeError(f"more than A={self.errors} wrong results: lcc corrects at most "
+                              f"(n - {self.threshold}) / 2 of n")
+        return keep, {"bw_gap": gap}
 
     def decode_matrix(self, received):
         D = lagrange_matrix(self.beta[received], self.alpha)

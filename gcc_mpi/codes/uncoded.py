@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .base import LinearCode
+from .base import DecodeError, LinearCode
 
 
 class Uncoded(LinearCode):
@@ -37,11 +37,33 @@ class Replication(LinearCode):
         self.E = np.eye(K)[self.owner]
 
     def decodable(self, received_mask):
-        return len(np.unique(self.owner[received_mask])) == self.K
+        if not self.robust:
+            return len(np.unique(self.owner[received_mask])) == self.K
+        return bool(np.all(np.bincount(self.owner[received_mask], minlength=self.K)
+                           >= self.copies_needed()))
+
+    def copies_needed(self):
+        """Per input, copies to decode from: 1, or (robust) 2A + 1 for a majority against A
+        liars, or all of the input's copies when it has fewer."""
+        replicas = np.bincount(self.owner, minlength=self.K)
+        return np.minimum(2 * self.errors + 1, replicas) if self.robust else np.ones(self.K, int)
 
     def shortfall(self, mask):
-        missing = self.K - len(np.unique(self.owner[mask]))
-        return f"replication has no result for {missing} of {self.K} inputs"
+        missing = int(np.sum(np.bincount(self.owner[mask], minlength=self.K)
+                             < self.copies_needed()))
+        if not self.robust:
+            return f"replication has no result for {missing} of {self.K} inputs"
+        return (f"replication has fewer than 2A+1 = {2 * self.errors + 1} results (or all the "
+                f"copies) for {missing} of {self.K} inputs")
+
+    def trusted(self, received, Y):
+        """The copies at their input's coordinate-wise median (codes.robust.replica_median)."""
+        from .robust import replica_median
+
+        keep = replica_median(self.owner[received], Y)
+        if len(np.unique(self.owner[received[keep]])) < self.K:
+            raise DecodeError("replication: no copy of an input agrees with its median")
+        return keep, {}
 
     def decode_matrix(self, received):
         # any replica is exact (f is deterministic): take the first received one per input

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codes import make_code
-from ..job.rules import resolved_lcc_degree, resolved_stragglers
+from ..job.rules import resolved_lcc_degree, resolved_robust, resolved_stragglers
 from ..job.datasets import load_dataset
 from .erasures import evaluate_rows
 from ..errors import JobError
+from ..job.adversaries import Adversaries
 from ..job.seeds import TrialRngs
 from ..job.stragglers import draw_delays
 from ..targets import check_layout, target_for, try_one_row
@@ -58,7 +59,9 @@ def scheme_options(config, name, dataset):
     """Keyword arguments of make_code for a scheme, from its [code.<name>] table."""
     opts = dict(config.code.options(name))
     if name == "lcc":
-        opts = {"degree": resolved_lcc_degree(config)}
+        opts["degree"] = resolved_lcc_degree(config)
+    if "robust" in opts:  # built-ins: on when asked, or (auto) when the job has adversaries
+        opts["robust"], opts["errors"] = resolved_robust(config, name)
     if name == "gcc-manifold":
         # the reference pool is drawn once per job, from its own stream of the job's seed
         n = opts.pop("pool")
@@ -79,10 +82,14 @@ class PointSetup:
     policies: dict
     trace: object = None  # stragglers.model = "trace": the measured delays it replays
     rngs: object = field(default=None, repr=False)  # trial_rngs, a chunk of trials at a time
+    # the workers that lie and what they send (job.adversaries), the same in both engines
+    adversaries: object = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.rngs is None:
             self.rngs = TrialRngs(self.config.job.seed)
+        if self.adversaries is None:
+            self.adversaries = Adversaries.of(self.config)
 
     @classmethod
     def build(cls, config, base_dir=".", data_and_f=None):

@@ -41,8 +41,8 @@ WINDOW_FLOATS = 5000          # floats per result of a windowed decoder, at most
 BASE_BYTES = 80 * 2**20       # one Python rank with numpy, scipy and h5py imported
 BLOCK_CELLS = 2**22           # simulator blocks: (trials in a block) x N x schemes at most
 MAX_BLOCK = 1024              # simulator: trials in a block at most
-RECORD_BYTES = 18             # per worker, trial and scheme in the file: delay, arrival, used,
-                              # error
+RECORD_BYTES = 20             # per worker, trial and scheme in the file: delay, arrival, used,
+                              # error, adversary, flagged
 TRIAL_BYTES = 230             # per trial and scheme in the file besides (measured: 18.05 N + 215)
 FILE_BYTES = 16 * 2**10       # a results file's own structures, and each (point, scheme)'s:
 GROUP_BYTES = 16 * 2**10      # measured, 40-63 KB for one of 1000 trials at N = 20 and 400
@@ -56,7 +56,7 @@ MASTER_BLOCK = 256            # the MPI engine's records held (Master.held)
 WRITER_BYTES = (4 + 32 + 32) * 2**20  # rows held, HDF5's metadata cache at its largest, the pages
                                       # of commits held while a reader has the file open
 CHUNK_CACHE = 256 * 2**10 + 2 * 16 * 2**10  # per open dataset, and its share of a commit's pages
-DATASETS = 20                 # per scheme
+DATASETS = 22                 # per scheme
 
 
 def memory_limit():
@@ -114,9 +114,10 @@ def record_bytes(config):
 
 def dataset_row_bytes(config, scheme):
     """Bytes per trial of each dataset one scheme's group holds (files.format): the scalars,
-    trial, failed, the strings' references, the (N,) rows, gcc-manifold's K alphas."""
+    trial, failed, the strings' references, the (N,) rows (delay, arrival, used, error,
+    adversary, flagged), gcc-manifold's K alphas."""
     N, K = config.code.workers, config.data.batch
-    rows = [8] * (len(SCALARS) + 1) + [1] + [VLEN_BYTES] * len(STRINGS) + [8 * N, 8 * N, N, N]
+    rows = [8] * (len(SCALARS) + 1) + [1] + [VLEN_BYTES] * len(STRINGS) + [8 * N, 8 * N, N, N, N, N]
     return rows + ([8 * K] if scheme == "gcc-manifold" else [])
 
 

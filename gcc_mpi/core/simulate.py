@@ -38,21 +38,28 @@ BLOCK_SECONDS = 0.25
 @dataclass
 class Block:
     """A block of trials' inputs: ``X`` (B, K, d), ``delays`` (B, N) and, per trial, the exact
-    results f(X) or None with the reason in ``why`` (f failed on the inputs themselves)."""
+    results f(X) or None with the reason in ``why`` (f failed on the inputs themselves); the
+    ``point`` they belong to, and ``liars`` (B, N) bool: the workers that lie in each trial
+    (job.adversaries; None: none)."""
 
     trials: list
     X: np.ndarray
     delays: np.ndarray
     Y_true: list
     why: list
+    point: int = 0
+    liars: np.ndarray | None = None
 
     @classmethod
     def draw(cls, setup, point_index, trials):
         draws = [setup.draw(point_index, t) for t in trials]
         X = np.stack([x for x, _ in draws])
         references = [setup.reference(x) for x in X]
+        liars = (np.stack([setup.adversaries.liars(point_index, t) for t in trials])
+                 if setup.adversaries.on else None)
         return cls(list(trials), X, np.stack([d for _, d in draws]),
-                   [y for y, _ in references], [why for _, why in references])
+                   [y for y, _ in references], [why for _, why in references], point_index,
+                   liars)
 
 
 def master_scale(trace):
@@ -106,10 +113,13 @@ def scheme_block(setup, name, block):
     code, rule = setup.codes[name], setup.policies[name]
     records = Records(code.N, block.trials)
     records.columns["delay"][:] = block.delays
+    if block.liars is not None:  # the liars among the workers that compute for this scheme
+        records.columns["adversary"][:, code.active] = block.liars[:, code.active]
     ran = []
     for i, why in enumerate(block.why):
         if why:
-            records.put(i, failed_record(code, block.delays[i], why))
+            liars = None if block.liars is None else block.liars[i]
+            records.put(i, failed_record(code, block.delays[i], why, liars))
         else:
             ran.append(i)
     arrivals = block.delays[ran][:, code.active]
@@ -150,6 +160,8 @@ def run_trial(setup, name, block, i, arrival, received, t_stop, records):
         for row, w in enumerate(code.active.tolist()):
             by_worker[w] = texts[row]
         records.put(i, {"error_text": summary(error, by_worker)})
+    # a liar's result replaces its true one (over MPI the worker sends it so)
+    Y = setup.adversaries.corrupt(block.point, block.trials[i], received, Y)
     records.put(i, decode_and_score(code, received, Y, block.Y_true[i], target.classifier,
                                     fields))
     return received, t_stop
@@ -242,8 +254,9 @@ def replay(setup, point_index, trial_index, name, used, arrival=None):
     code = setup.codes[name]
     X, delays = setup.draw(point_index, trial_index)
     Y_true, why = setup.reference(X)
+    liars = setup.adversaries.liars(point_index, trial_index) if setup.adversaries.on else None
     if Y_true is None:
-        return failed_record(code, delays, why)
+        return failed_record(code, delays, why, liars)
     X_coded, fields = timed_encode(code, X)
     if X_coded is None:  # a plug-in's encode failed: nothing was used
         return {**fields, "used": np.zeros(code.N, bool)}
@@ -255,6 +268,7 @@ def replay(setup, point_index, trial_index, name, used, arrival=None):
         raise ValueError(f"{name}, trial {trial_index}: a used worker got no coded input")
     Y, _, _ = evaluate_rows(setup.target, X_coded[rows], setup.target.output_dim,
                             batch=False)
+    Y = setup.adversaries.corrupt(point_index, trial_index, received, Y)
     rec = {k: v for k, v in fields.items() if k != INPUTS}
     rec.update(decode_and_score(code, received, Y, Y_true, setup.target.classifier, fields))
     rec["used"] = np.zeros(code.N, bool)

@@ -186,11 +186,19 @@ def coded_problem(code, X, X_coded):
     return ""
 
 
-def encode_record(code, X, delays):
-    """Start one scheme's record of a trial: the delays, then the timed encode.
-    Returns (record, coded inputs of the active workers), None for the coded inputs when the
-    encode failed (``timed_encode``: the record is then that scheme's failed trial)."""
-    rec = empty_record(code.N)
+def mark_liars(rec, code, liars):
+    """Record the trial's liars (bool (N,) or None: none) among ``code``'s active workers."""
+    if liars is not None:
+        rec["adversary"][code.active] = liars[code.active]
+    return rec
+
+
+def encode_record(code, X, delays, liars=None):
+    """Start one scheme's record of a trial: the delays and ``liars`` (``mark_liars``), then
+    the timed encode. Returns (record, coded inputs of the active workers), None for the coded
+    inputs when the encode failed (``timed_encode``: the record is then that scheme's failed
+    trial)."""
+    rec = mark_liars(empty_record(code.N), code, liars)
     rec["delay"] = delays
     X_coded, fields = timed_encode(code, X)
     rec.update(fields)
@@ -202,9 +210,9 @@ def no_alpha(code):
     return {"alpha": np.full(code.K, np.nan)} if code.trial_alpha else {}
 
 
-def failed_record(code, delays, reason):
+def failed_record(code, delays, reason, liars=None):
     """The record of a trial that could not run at all (f failed on its inputs); a code that
     chooses each trial's alpha records none (NaN) for it."""
-    rec = empty_record(code.N)
+    rec = mark_liars(empty_record(code.N), code, liars)
     rec.update(failed=True, reason=reason, delay=delays, **no_alpha(code))
     return rec

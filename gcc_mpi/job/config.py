@@ -46,6 +46,7 @@ class Config:
     target: TargetSection = field(default_factory=TargetSection)
     code: CodeSection = field(default_factory=CodeSection)
     stragglers: object = field(default_factory=lambda: TABLES["stragglers"]())
+    adversaries: object = field(default_factory=lambda: TABLES["adversaries"]())
     decode: DecodeSection = field(default_factory=DecodeSection)
 
     def with_workers(self, n: int) -> Config:

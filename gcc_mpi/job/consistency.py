@@ -4,7 +4,7 @@ naming the key to change."""
 from __future__ import annotations
 
 from ..errors import JobError
-from .rules import resolved_lcc_degree, resolved_stragglers
+from .rules import resolved_lcc_degree, resolved_robust, resolved_stragglers
 from .stragglers import MODELS
 
 
@@ -35,6 +35,11 @@ def consistent(c) -> None:
         if N < (K - 1) * d + 1:
             raise JobError("code.workers", f"lcc needs >= (K-1)*degree+1 = {(K - 1) * d + 1} "
                                            f"workers (K = {K}, degree = {d}), got {N}")
+        robust, A = resolved_robust(c, "lcc")
+        if robust and N < (K - 1) * d + 1 + 2 * A:
+            raise JobError("code.workers", f"robust lcc corrects A = {A} wrong results with >= "
+                                           f"(K-1)*degree+1+2A = {(K - 1) * d + 1 + 2 * A} "
+                                           f"workers, got {N} (or code.lcc.robust = false)")
     for name in model.counts:
         if getattr(s, name) > N:
             raise JobError(f"stragglers.{name}", f"must be <= code.workers = {N}, "
@@ -44,5 +49,20 @@ def consistent(c) -> None:
         raise JobError("decode.stragglers", f"must be <= code.workers - 1 = {N - 1} so that one "
                                             f"result is waited for, got {resolved_stragglers(c)}"
                                             f"{auto}")
+    adversaries_consistent(c.adversaries, N)
     if c.decode.wait == "deadline" and c.decode.deadline is None:
         raise JobError("decode.deadline", 'required when decode.wait = "deadline" (seconds > 0)')
+
+
+def adversaries_consistent(a, N) -> None:
+    """The [adversaries] table: a count or a probability, not both; at most N liars; a
+    probability only with random or fixed placement (worst-case places a count)."""
+    if a.count > 0 and a.p > 0:
+        raise JobError("adversaries.p", f"must be 0 when adversaries.count is set (liars are a "
+                                        f"count or a probability), got {a.p}")
+    if a.count > N:
+        raise JobError("adversaries.count", f"must be <= code.workers = {N}, got {a.count}")
+    if a.p > 0 and a.placement == "worst-case":
+        raise JobError("adversaries.placement", '"worst-case" places adversaries.count '
+                                                'consecutive workers; with adversaries.p use '
+                                                '"random" or "fixed"')

@@ -7,7 +7,8 @@ dict; a block of them is a ``Records`` (one column per field along the trial axi
 
 - scalars per trial (float, NaN where a scheme has none): ``SCALARS``;
 - per worker (N,): ``delay`` and ``arrival`` (seconds), ``used`` (bool), ``error`` (int8,
-  ``gcc_mpi.core.erasures`` codes);
+  ``gcc_mpi.core.erasures`` codes), ``adversary`` (bool: the worker lied in the trial,
+  gcc_mpi.job.adversaries), ``flagged`` (bool: a robust decoder did not trust its result);
 - ``failed`` (bool), ``reason`` and ``error_text`` (str), and ``trial`` (int) in a block;
 - anything an encoder or decoder adds (e.g. ``alpha``), which may not reuse these names.
 
@@ -36,7 +37,8 @@ def empty_record(N):
     """A record's defaults for a code of N workers."""
     rec = dict.fromkeys(SCALARS, np.nan)
     rec.update(failed=False, reason="", delay=np.full(N, np.nan), arrival=np.full(N, np.nan),
-               used=np.zeros(N, bool), error=np.zeros(N, np.int8), error_text="")
+               used=np.zeros(N, bool), error=np.zeros(N, np.int8), error_text="",
+               adversary=np.zeros(N, bool), flagged=np.zeros(N, bool))
     return rec
 
 

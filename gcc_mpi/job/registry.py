@@ -19,7 +19,7 @@ plug-in is named in the job file instead (docs/own-scheme.md).
 import re
 from dataclasses import dataclass, field
 
-from .checks import Setting, choice, integer, number, or_words
+from .checks import BOOL, Setting, choice, integer, number, or_words
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,11 @@ class Scheme:
 
 
 LAMBDA = Setting(or_words(number(0.0), "auto", "gcv", "loo"), "auto")
+# robust decoding (codes/robust.py): "auto" is on exactly when the job declares [adversaries];
+# every built-in's, set by make_code (LinearCode.set_robust), not a keyword of its class
+ROBUST = Setting(or_words(BOOL, "auto"), "auto")
 GCC_OPTIONS = {
+    "robust": ROBUST,
     "kernel": Setting(choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52"),
     "lengthscale": Setting(or_words(number(0.0, above=True), "auto"), "auto"),  # auto: per fit
     "lambda_enc": LAMBDA,
@@ -45,12 +49,13 @@ GCC_OPTIONS = {
 
 BUILT_IN = {s.name: s for s in (
     Scheme("uncoded", "uncoded", "Uncoded", False, "C7"),
-    Scheme("replication", "uncoded", "Replication", False, "C5"),
+    Scheme("replication", "uncoded", "Replication", False, "C5", {"robust": ROBUST}),
     # "auto": the target's degree (job.rules.resolved_lcc_degree)
     Scheme("lcc", "lcc", "LCC", False, "C4",
-           {"degree": Setting(or_words(integer(1), "auto"), "auto")}),
-    Scheme("bacc", "berrut", "BACC", False, "C0"),
-    Scheme("letcc", "letcc", "LeTCC", True, "C1", {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA}),
+           {"degree": Setting(or_words(integer(1), "auto"), "auto"), "robust": ROBUST}),
+    Scheme("bacc", "berrut", "BACC", False, "C0", {"robust": ROBUST}),
+    Scheme("letcc", "letcc", "LeTCC", True, "C1",
+           {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA, "robust": ROBUST}),
     Scheme("gcc", "gcc", "GCC", True, "C2", GCC_OPTIONS),
     Scheme("gcc-manifold", "gcc_manifold", "ManifoldGCC", True, "C3", {
         **GCC_OPTIONS,

@@ -22,3 +22,15 @@ def resolved_lcc_degree(config) -> int:
         return config.target.degree if kind == "polynomial" else 1
     raise JobError("code.lcc.degree", f'must be set when target.kind is "{kind}" (lcc is exact '
                                       'only for polynomials)')
+
+
+def resolved_robust(config, scheme) -> tuple:
+    """(robust, A) of a built-in scheme's decoder: code.<scheme>.robust, "auto" being on
+    exactly when the job declares adversaries; A the wrong results it corrects
+    (adversaries.errors; 1 when forced on without adversaries), 0 when off."""
+    from .adversaries import declared, errors
+
+    robust = config.code.options(scheme).get("robust", False)
+    if robust == "auto":
+        robust = declared(config.adversaries)
+    return robust, (max(errors(config.adversaries, config.code.workers), 1) if robust else 0)

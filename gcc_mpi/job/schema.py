@@ -5,7 +5,7 @@ default)`` is a job-file key, its dotted name is ``<table>.<field>`` (``code.gcc
 ``gcc_manifold`` field of ``CodeSection``). Adding a key is one line. Two tables are read from
 where their facts live: a built-in scheme's ``[code.<name>]`` options from its row of the registry
 (``registry.BUILT_IN``) and ``[stragglers]`` from the straggler models (``stragglers.MODELS``,
-rebuilt when a model is registered).
+rebuilt when a model is registered); ``[adversaries]`` is ``adversaries.PARAMS``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from ..errors import JobError
-from . import stragglers
+from . import adversaries, stragglers
 from .checks import (
     BOOL, NO, Bad, Check, choice, did_you_mean, integer, int_range, number, optional, or_words,
     quote, setting, text,
@@ -178,6 +178,10 @@ def straggler_section() -> type:
 
 StragglerSection = straggler_section()
 
+# [adversaries]: workers whose results are wrong (job/adversaries.py), beside the stragglers
+AdversarySection = table("AdversarySection", [
+    (name, Any, setting(p.check, p.default)) for name, p in adversaries.PARAMS.items()])
+
 TABLES = {}    # {table: its dataclass}, in file order
 KEYS = {}      # {dotted key: its Check}
 DEFAULTS = {}  # {dotted key: its default}
@@ -190,7 +194,8 @@ def build() -> None:
     TABLES.clear()
     TABLES.update({"job": JobSection, "data": DataSection, "target": TargetSection,
                    "code": CodeSection, **{f"code.{s}": t for s, t in OPTION_TABLES.items()},
-                   "stragglers": StragglerSection, "decode": DecodeSection})
+                   "stragglers": StragglerSection, "adversaries": AdversarySection,
+                   "decode": DecodeSection})
     KEYS.clear()
     KEYS.update({f"{t}.{f.name}": f.metadata["check"]
                  for t, cls in TABLES.items() for f in fields(cls) if "check" in f.metadata})

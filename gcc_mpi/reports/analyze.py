@@ -40,6 +40,7 @@ from ..files.reader import Results, read_results
 from .statistics import (
     ERASURE_KINDS, STATS, finite_or_none, summarize,
 )
+from .suspects import suspect_lines
 from .tables import P99, aligned, format_param, tail_text, too_few_note
 
 
@@ -303,6 +304,9 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         print(analysis.json())
     else:
         print(analysis.text())
+        for r in analysis.results:  # the workers a robust decoder kept flagging
+            for line in suspect_lines(r):
+                print((f"{r.path}: " if analysis.several else "") + line)
     if rate and not json:
         for label, r in rates.items():
             print((f"{label}: " if label else "") + format_rates(r, rate))

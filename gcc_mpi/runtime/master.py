@@ -151,6 +151,7 @@ class Master:
         n = max(code.N for code in setup.codes.values())
         shape = (depth, n, setup.dataset.dim, setup.target.output_dim)
         self.depth, self.classifier = depth, setup.target.classifier
+        self.where.at(index, 0)
         if self.slots is None or not self.slots.fits(*shape):
             self.close()
             self.slots = P.Slots(self.comm, *shape, index)
@@ -192,9 +193,10 @@ class Master:
                 Y_true, why = setup.reference(X)
             self.hung.timed(time.perf_counter() - t0)  # bounds a round nobody answers (hung)
             whole.expect(t)
+            liars = setup.adversaries.liars(p, t) if setup.adversaries.on else None
             for name in names:
                 if Y_true is None:  # f failed on the inputs: no round at all
-                    whole.take(t, name, failed_record(setup.codes[name], delays, why))
+                    whole.take(t, name, failed_record(setup.codes[name], delays, why, liars))
                     continue
                 while len(self.in_flight) >= self.depth:
                     whole.retired(self.advance())
@@ -221,8 +223,10 @@ class Master:
         from ..core.trial import encode_record
 
         code = setup.codes[name]
+        # the liars' own ranks corrupt their results (worker.py); the record says who they are
+        liars = setup.adversaries.liars(self.where.index, trial) if setup.adversaries.on else None
         with self.abandoning():
-            rec, X_coded = encode_record(code, X, delays)
+            rec, X_coded = encode_record(code, X, delays, liars)
         if X_coded is None:
             self.unstarted = rec
             return None

@@ -19,6 +19,9 @@ finishing its sleep, and a STOP of a queued task makes it skip that task (CANCEL
 runs). A STOP that comes after the worker already replied (it crossed the reply on the wire) is
 ignored: every TASK gets exactly one reply.
 
+A worker that the job's [adversaries] make a liar in a trial (gcc_mpi.job.adversaries, from the
+job's seed) corrupts its result itself before it sends it, as a faulty node would.
+
 If f raises, or returns NaN/inf or the wrong shape, the worker replies FAILED (after an ERROR
 message saying why) and goes on: the master counts that result as an erasure.
 
@@ -47,6 +50,7 @@ import numpy as np
 from ..core.erasures import F_FAILURES, NONE, call, check, raised
 from ..core.interrupts import Interrupted
 from ..errors import JobError
+from ..job.adversaries import Adversaries
 from . import protocol as P
 from . import witness
 from .mpi import (Waiter, abort, ended_elsewhere, exit_without_finalize, improbe, resolve_wait,
@@ -102,7 +106,8 @@ def _serve(comm, MPI, spec, interrupts, notice, timer):
         targets = timer.wrap(targets)
     Waiter(MPI, "polite", check=notices.check).all([comm.isend(None, dest=0, tag=P.SETUP)])
     waiter = Waiter(MPI, resolve_wait(spec.wait, comm), hi=SLEEP_IDLE)
-    worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices)
+    worker = Worker(comm, MPI, waiter, targets, shared_clock=same_node, notices=notices,
+                    adversaries=[Adversaries.of(p.config) for p in spec.job.points])
     worker.serve()
     if timer is not None:  # after the BYE: rank 0 receives the times once every BYE came
         timer.report(comm, waiter)
@@ -200,13 +205,16 @@ class Worker:
     ``notices``: the worker's ``NoticeSender``, which sends every NOTICE of this worker; its
     check becomes ``waiter``'s, and ``serve`` ends with its BYE, so that no user of Worker can
     forget the BYE a master's shutdown waits for. None: one that watches nothing and only says
-    BYE."""
+    BYE. ``adversaries``: each sweep point's ``job.adversaries.Adversaries`` (None: this
+    worker never lies)."""
 
-    def __init__(self, comm, MPI, waiter, targets, shared_clock=False, notices=None):
+    def __init__(self, comm, MPI, waiter, targets, shared_clock=False, notices=None,
+                 adversaries=None):
         self.comm, self.MPI, self.waiter = comm, MPI, waiter
         self.notices = notices if notices is not None else NoticeSender(comm)
         waiter.watch(self.notices.check)
         self.targets = targets  # f of each sweep point
+        self.adversaries = adversaries
         self.shared_clock = shared_clock  # on the master's node: count delays from its send time
         self.DOUBLE = MPI.DOUBLE
         self.status = MPI.Status()
@@ -308,6 +316,7 @@ class Worker:
                 reply = self.reply[:P.REPLY_HEADER]
                 reply[:] = seq, trial, P.FAILED
             else:
+                y = self.lie(int(point), int(trial), y)
                 if self.reply.size < P.REPLY_HEADER + m:
                     self.reply = np.empty(P.REPLY_HEADER + m)
                 reply = self.reply[:P.REPLY_HEADER + m]
@@ -336,6 +345,14 @@ class Worker:
         except Interrupted:
             self.notices.check()
             return None, None, ""
+
+    def lie(self, point, trial, y):
+        """``y``, or what this worker sends instead when the job makes it a liar in the
+        trial."""
+        adversaries = self.adversaries[point] if self.adversaries else None
+        if adversaries is None or not adversaries.on:
+            return y
+        return adversaries.corrupt(point, trial, [self.comm.rank - 1], y[None])[0]
 
     def sleep_until(self, deadline, seq):
         """Sleep until time.monotonic() reaches ``deadline``, receiving messages meanwhile;

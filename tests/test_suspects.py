@@ -1,0 +1,66 @@
+"""The liar named (reports/suspects.py): a worker that lies in every trial is flagged by the
+robust decoders and ``analyze`` names it — by worker in a simulated file, by rank and host in
+an MPI run's."""
+
+import json
+import re
+
+import numpy as np
+
+from jobfiles import small_job
+from mpirun import needs_mpiexec
+from mpirun import run as launch
+
+from gcc_mpi.files.reader import read_results
+
+# two faulty nodes: the same two workers lie in every trial
+FAULTY = small_job("faulty", ["bacc", "gcc"], 30, """
+[adversaries]
+count = 2
+placement = "fixed"
+kind = "bit-flip"
+bit = 62
+""").replace("workers = 6", "workers = 12")
+
+
+def liars_of(path):
+    lied = read_results(path).points[0].schemes["bacc"]["adversary"]
+    assert np.all(lied == lied[0])  # fixed: the same workers every trial
+    return np.flatnonzero(lied[0]).tolist()
+
+
+def named(text):
+    return [(m.group(1), int(m.group(2)), m.group(3), int(m.group(4)))
+            for m in re.finditer(r"suspected: (?:rank (\d+) \()?worker (\d+)(?:, host ([^)]+)\))?"
+                                 r", flagged in (\d+)% of the \d+ decodes", text)]
+
+
+def test_analyze_names_the_workers_that_lie_in_every_trial(tmp_path):
+    (tmp_path / "job.toml").write_text(FAULTY)
+    code, _, err = launch(["simulate", "job.toml", "-o", "sim.h5", "-q"], tmp_path)
+    assert code == 0, err
+    code, out, err = launch(["analyze", "sim.h5"], tmp_path)
+    assert code == 0, err
+    found = named(out)
+    assert sorted(w for _, w, _, _ in found) == liars_of(tmp_path / "sim.h5")
+    assert all(rank is None and share >= 95 for rank, _, _, share in found)
+    # without a robust decoder nothing is flagged and nobody is named
+    code, _, err = launch(["simulate", "job.toml", "-o", "plain.h5", "-q", "--set",
+                           "code.bacc.robust=false", "--set", "code.gcc.robust=false"], tmp_path)
+    assert code == 0, err
+    code, out, _ = launch(["analyze", "plain.h5"], tmp_path)
+    assert code == 0 and "suspected" not in out
+
+
+@needs_mpiexec
+def test_a_bit_flipping_rank_is_named_with_its_host_after_an_mpi_run(tmp_path):
+    (tmp_path / "job.toml").write_text(FAULTY)
+    code, _, err = launch(["run", "job.toml", "-o", "run.h5", "-q"], tmp_path, ranks=13)
+    assert code == 0, err
+    code, out, err = launch(["analyze", "run.h5"], tmp_path)
+    assert code == 0, err
+    hosts = json.loads(read_results(tmp_path / "run.h5").attrs["hosts"])
+    found = named(out)
+    assert sorted(w for _, w, _, _ in found) == liars_of(tmp_path / "run.h5")
+    for rank, w, host, share in found:
+        assert int(rank) == w + 1 and host == hosts[w + 1] and share >= 95
