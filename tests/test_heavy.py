@@ -3,6 +3,7 @@
 simulate and over MPI (its straggler model: tests/test_stragglers.py). Its cost per
 call is measured by benchmarks/heavy_workload.py, never asserted here (no wall-clock asserts)."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,7 @@ def test_the_heavy_job_builds_with_its_model_and_stragglers():
     assert setup.target.source.endswith("digits_heavy.onnx")
 
 
-def test_the_heavy_job_simulates(tmp_path):
+def test_the_heavy_job_simulates(tmp_path, monkeypatch, capsys):
     out = tmp_path / "heavy.h5"
     assert main(["simulate", str(JOB), "-o", str(out), *FEW]) == 0
     r = read_results(out)
@@ -54,6 +55,16 @@ def test_the_heavy_job_simulates(tmp_path):
     for name, d in r.points[0].schemes.items():
         assert not d["failed"].any() and len(d["trial"]) == 3, name
         assert np.all(d["relacc"] >= 0.5), name
+    # benchmarks/headline.py's table of the file: 3 trials bound no p99 from above
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import headline
+
+    monkeypatch.setattr(sys, "argv", ["headline.py", str(out)])
+    capsys.readouterr()
+    headline.main()
+    text = capsys.readouterr().out
+    assert all(f"\n{name} " in text for name in SCHEMES), text
+    assert "p99" in text and "x replication's (not resolved" in text and "x uncoded's (" in text
 
 
 @needs_mpiexec
