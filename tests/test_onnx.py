@@ -117,6 +117,23 @@ def test_image_input_shape_comes_from_the_model_or_the_job(tmp_path, digits):
     assert make_target("onnx", input_dim=64, path=flat_open).input_shape == (64,)
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_shape_with_one_more_axis_makes_a_row_a_block_of_inputs(tmp_path, digits, fixed):
+    """target.shape = [3, 1, 8, 8] for a model taking (batch, 1, 8, 8): a row of 192 values is
+    3 images, run in one batch; f of it is their 30 scores side by side (issue 37: a worker's
+    task that costs what a batch of inference costs)."""
+    f, path = mlp_model(tmp_path / "blk.onnx", reshape_from=(1, 8, 8), batch=4 if fixed else "n")
+    g = make_target("onnx", input_dim=192, path=path, input_shape=[3, 1, 8, 8])
+    assert (g.per_row, g.input_shape, g.input_dim, g.output_dim) == (3, (1, 8, 8), 192, 30)
+    rows = digits.X[:15].reshape(5, 192)
+    np.testing.assert_allclose(g(rows), f(digits.X[:15]).reshape(5, 30), rtol=1e-5, atol=1e-5)
+    with pytest.raises(JobError, match=r"^target.shape: .* takes inputs of shape \[3, 1, 8, 8\] "
+                                       r"\(192 values\) but the data rows have 64 values"):
+        make_target("onnx", input_dim=64, path=path, input_shape=[3, 1, 8, 8])
+    with pytest.raises(JobError, match=r"^target.shape: \[3, 2, 8, 8\] does not fit"):
+        make_target("onnx", input_dim=384, path=path, input_shape=[3, 2, 8, 8])
+
+
 def test_shipped_cnn_classifies_the_digits(digits):
     g = make_target("onnx", input_dim=64)
     assert (g.input_shape, g.output_dim, g.classifier, g.dtype) == ((1, 8, 8), 10, True, np.float32)

@@ -84,3 +84,16 @@ def test_walk_cost_times_the_screened_walk():
 
     seconds, code = walk_cost.cpu("screen-1", "gcc", 1.0, 4)
     assert seconds > 0 and len(code.scored) == 4 and all(1 <= n <= 9 for n in code.scored)
+
+
+def test_heavy_workload_prints_f_and_coding_costs(monkeypatch, capsys):
+    """benchmarks/heavy_workload.py (issue 37) runs to its report: f per call, each scheme's
+    encode + decode and their ratio, for the heavy network and the CNN on blocks."""
+    import heavy_workload
+
+    monkeypatch.setattr(sys, "argv", ["heavy_workload.py", "--seconds", "0.01", "--trials", "2",
+                                      "--blocks", "4"])
+    heavy_workload.main()
+    out = capsys.readouterr().out
+    assert "digits_heavy.onnx" in out and "blocks of 4 digits" in out
+    assert out.count("gcc-manifold") == 2 and "# heavy f per call:" in out

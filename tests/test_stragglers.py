@@ -8,8 +8,8 @@ import pytest
 
 from gcc_mpi.job.stragglers import MODELS, draw_delays
 
-PARAMS = dict(count=3, delay=0.5, p=0.2, rate=50.0, shift=0.02, shape=2.0, scale=0.01,
-              median=0.02, sigma=0.5)
+PARAMS = dict(count=3, delay=0.5, p=0.2, rate=50.0, shift=0.02, factor=8.0, shape=2.0,
+              scale=0.01, median=0.02, sigma=0.5)
 
 
 def params(model, **kw):
@@ -136,3 +136,15 @@ def _write(folder, text):
     path = folder / "job.toml"
     path.write_text(text)
     return path
+
+
+def test_shifted_exponential_slow_draws_a_few_workers_factor_times_as_late():
+    p = params("shifted-exponential-slow", shift=0.01, rate=100.0, p=0.05)
+    d = np.concatenate([draw_delays(np.random.default_rng(s), 8, p) for s in range(2000)])
+    slow = d > 0.08   # 8 x (10 ms + Exp(10 ms)) is at least 80 ms; a fast one, e^-7 of them
+    assert d.min() >= 0.01
+    assert 0.04 < slow.mean() < 0.065        # p = 0.05
+    assert 0.12 < np.median(d[slow]) < 0.2   # 8 x (10 + 10 ln 2 ms) = 135 ms
+    fast = draw_delays(np.random.default_rng(0), 8, params("shifted-exponential-slow", p=0.0))
+    again = draw_delays(np.random.default_rng(0), 8, params("shifted-exponential", p=0.0))
+    assert np.array_equal(fast, again)       # p = 0: shifted-exponential's draws

@@ -25,6 +25,8 @@ from .checks import BOOL, Setting, integer, number, optional, text
 COUNT = Setting(integer(0), 0)                       # workers delayed
 DELAY = Setting(number(0.0), 0.1)                    # seconds
 RATE = Setting(number(0.0, above=True), 50.0)        # 1/s
+SHIFT = Setting(number(0.0), 0.02)                   # s
+P = Setting(number(0.0, hi=1.0), 0.1)                # probability per worker and trial
 
 
 def ms(v) -> str:
@@ -114,6 +116,14 @@ def exponential(rng, N, p):
 def shifted_exponential(rng, N, p):
     """shift + Exp(rate): every worker needs at least ``shift`` seconds."""
     return p.shift + rng.exponential(1.0 / p.rate, N)
+
+
+def shifted_exponential_slow(rng, N, p):
+    """shift + Exp(rate), and each worker with probability ``p`` ``factor`` times that: a thin
+    body with a few much slower machines, as measured in production clusters (Dolly, NSDI'13:
+    the slowest tasks 8x the median)."""
+    d = p.shift + rng.exponential(1.0 / p.rate, N)
+    return np.where(rng.random(N) < p.p, p.factor * d, d)
 
 
 def pareto(rng, N, p):
@@ -243,7 +253,7 @@ for _model in (
     Model("adversarial", adversarial, {"count": COUNT, "delay": DELAY},
           late=lambda p, N: p.count, late_key="count", counts=("count",),
           words=_late_workers("adversarial")),
-    Model("bernoulli", bernoulli, {"delay": DELAY, "p": Setting(number(0.0, hi=1.0), 0.1)},
+    Model("bernoulli", bernoulli, {"delay": DELAY, "p": P},
           late=lambda p, N: math.floor(p.p * N + 0.5),   # round half up
           late_key="p", late_rule="round(stragglers.p * code.workers)", late_short="round(pN)",
           words=lambda get: (f"each worker {ms(get('delay'))} late with probability "
@@ -251,8 +261,14 @@ for _model in (
     Model("exponential", exponential, {"rate": RATE},
           words=lambda get: f"delays Exp(mean {_mean(get)})"),
     Model("shifted-exponential", shifted_exponential,
-          {"rate": RATE, "shift": Setting(number(0.0), 0.02)},                      # s
+          {"rate": RATE, "shift": SHIFT},
           words=lambda get: f"delays {ms(get('shift'))} + Exp(mean {_mean(get)})"),
+    Model("shifted-exponential-slow", shifted_exponential_slow,
+          {"rate": RATE, "shift": SHIFT, "p": P,
+           "factor": Setting(number(1.0), 8.0)},
+          words=lambda get: (f"delays {ms(get('shift'))} + Exp(mean {_mean(get)}), "
+                             f"x {get('factor') or '?'} with probability "
+                             f"{'p' if get('p') is None else get('p')}")),
     Model("pareto", pareto, {"shape": Setting(number(0.0, above=True), 2.0),
                              "scale": Setting(number(0.0, above=True), 0.01)},     # s
           words=lambda get: f"Pareto delays (min {ms(get('scale'))}, shape {get('shape')})"),

@@ -5,7 +5,8 @@ The coding works on flat rows (n, d); the model gets what it expects: rows are r
 input shape without its batch axis, e.g. (1, 8, 8) for the shipped digits CNN), and cast to the
 model's float type (float32, float64 or float16).  The output (n, ...) comes back as (n, m)
 float64.  A model exported with a fixed batch size B runs in chunks of B rows, the last one
-padded with zeros; export with a dynamic batch axis to avoid that.
+padded with zeros; export with a dynamic batch axis to avoid that.  A ``shape`` with one axis
+more than the model's, e.g. [64, 1, 8, 8], makes each row a block of 64 inputs (``_block``).
 
 One onnxruntime session per model file per process, single-threaded (this application runs
 many ranks on few cores), shared by every target built on that file: workers load the model
@@ -132,11 +133,12 @@ class OnnxTarget(Target):
                                 "input's axes, e.g. (batch, d) or (batch, 1, 8, 8)")
         self.batch = model[0]   # None when dynamic, else a fixed batch size
         shape_key = "target.shape" if input_shape is not None else KEY
+        self.per_row = 1   # model inputs in one data row (a block of images: see _block)
         if input_shape is not None:
-            shape = tuple(int(s) for s in input_shape)
+            shape, self.per_row = _block(tuple(int(s) for s in input_shape), len(model))
             if len(shape) != len(model) - 1 or any(
                     m is not None and m != s for m, s in zip(model[1:], shape)):
-                raise JobError("target.shape", f"{list(shape)} does not fit input "
+                raise JobError("target.shape", f"{list(input_shape)} does not fit input "
                                                f"{inp.name!r} of {self.source}, whose shape is "
                                                f"{_show(inp.shape)} (batch axis first)")
         elif None not in model[1:]:
@@ -148,11 +150,11 @@ class OnnxTarget(Target):
                                            f"shape {_show(inp.shape)} with open dimensions; "
                                            "give the per-sample shape, e.g. [1, 28, 28]")
         self.input_shape = shape
-        self.input_dim = math.prod(shape)
+        self.input_dim = self.per_row * math.prod(shape)
         if input_dim is not None and input_dim != self.input_dim:
-            raise JobError(shape_key, f"{self.source} takes inputs of shape {list(shape)} "
-                                      f"({self.input_dim} values) but the data rows have "
-                                      f"{input_dim} values")
+            raise JobError(shape_key, f"{self.source} takes inputs of shape "
+                                      f"{list(input_shape or shape)} ({self.input_dim} values) "
+                                      f"but the data rows have {input_dim} values")
         try:   # a forward pass now, so a model that cannot run fails before the job does
             Y = self(np.zeros((2, self.input_dim)))   # two rows: a batch axis that is not one
         except JobError:
@@ -165,7 +167,8 @@ class OnnxTarget(Target):
 
     def __call__(self, X):
         X = np.asarray(X)
-        n = len(X)
+        rows = len(X)
+        n = rows * self.per_row
         x = X.reshape((n, *self.input_shape)).astype(self.dtype, copy=False)
         if self.batch is None or self.batch == n:
             Y = self._run(x)
@@ -178,7 +181,7 @@ class OnnxTarget(Target):
                     chunk = np.concatenate([chunk, pad])
                 parts.append(self._run(chunk)[:min(B, n - i)])
             Y = np.concatenate(parts) if parts else np.empty((0, self.output_dim or 0))
-        return Y.reshape(n, -1).astype(np.float64)
+        return Y.reshape(rows, -1).astype(np.float64)
 
     def _run(self, x):
         Y = np.asarray(self.session.run([self.output_name], {self.input_name: x})[0])
@@ -191,6 +194,17 @@ class OnnxTarget(Target):
     def __reduce__(self):
         """Pickles as its arguments: a process that unpickles it opens (or reuses) its session."""
         return (OnnxTarget, self._args)
+
+
+def _block(shape, model_axes):
+    """(one model input's shape, inputs per data row) of ``target.shape``: with one axis more
+    than the model's input has after its batch axis, e.g. [64, 1, 8, 8] for a model taking
+    (batch, 1, 8, 8), a data row is a block of shape[0] inputs, all sent to the model in one
+    batch, and f of the row is their outputs side by side (64 x 10 values): one worker's task
+    costs what a batch of real inference costs."""
+    if len(shape) == model_axes and len(shape) > 1:
+        return shape[1:], shape[0]
+    return shape, 1
 
 
 def _show(shape):
