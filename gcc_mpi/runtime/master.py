@@ -186,7 +186,7 @@ class Master:
                 # one round at a time: the last scheme's round ends before the next trial's
                 # reference f(X) runs here, else that round's latency counts rank 0's f on K
                 # rows (measured, digits-heavy: gcc-manifold's p50 242 ms, the others' 96)
-                while self.rounds:
+                while self.in_flight:
                     whole.retired(self.advance())
             self.where.at(p, t)
             try:
