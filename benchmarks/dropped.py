@@ -5,7 +5,7 @@ GCC's decoder, so the codes keep only what is used."""
 import numpy as np
 from scipy.linalg import blas, lapack
 
-from gcc_mpi.codes import chords
+from gcc_mpi.codes import build, chords
 from gcc_mpi.codes.gcc import DENSE, GCC
 from gcc_mpi.codes.gcc_manifold import ManifoldGCC
 from gcc_mpi.codes.lengthscale import LengthscaleSmoother
@@ -228,7 +228,7 @@ def factory(mixin):
     """{scheme: a make_code-like builder} of gcc and gcc-manifold with ``mixin`` over them."""
     classes = {"gcc": type(f"{mixin.__name__}GCC", (mixin, GCC), {}),
                "gcc-manifold": type(f"{mixin.__name__}ManifoldGCC", (mixin, ManifoldGCC), {})}
-    return {s: (lambda N, K, cls=cls, **options: cls(N, K, **options))
+    return {s: (lambda N, K, cls=cls, **options: build(cls, N, K, **options))
             for s, cls in classes.items()}
 
 

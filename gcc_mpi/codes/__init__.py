@@ -79,17 +79,21 @@ def checked_options(cls, name, options) -> dict:
             for k, v in options.items()}
 
 
+def build(cls, N, K, robust=False, errors=0, **options):
+    """A built-in code's class ``cls`` (or a subclass) built with its [code.<name>] keys: robust
+    decoding is the base class's (LinearCode.set_robust), not a keyword of the class, and "auto"
+    without a job's [adversaries] to go by is off."""
+    code = cls(N, K, **options)
+    code.set_robust(robust is True, errors)
+    return code
+
+
 def make_code(name, N, K, *, base_dir=".", **options):
     """The code ``name`` for N workers and K inputs; ``options`` are its [code.<name>] keys.
     A plug-in is imported (a file relative to ``base_dir``, the job file's folder), built and
     checked on a small batch (``check_code``): a problem is one JobError."""
     if name in CLASSES:
-        # robust decoding is the base class's (LinearCode.set_robust): "auto" without a job's
-        # [adversaries] to go by is off
-        robust, errors = options.pop("robust", False), options.pop("errors", 0)
-        code = CLASSES[name](N, K, **options)
-        code.set_robust(robust is True, errors)
-        return code
+        return build(CLASSES[name], N, K, **options)
     if not is_plugin(name):
         raise JobError("code.schemes", f"scheme {name!r} is not available in this version; "
                                        f"choose from {', '.join(CLASSES)} or a plug-in")
