@@ -11,6 +11,7 @@ import pytest
 from jobfiles import small_job
 from mpirun import needs_mpiexec
 from mpirun import run as launch
+from same_records import assert_same
 
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.job.adversaries import KINDS, Adversaries, corrupt, liars
@@ -121,20 +122,6 @@ count = 1
 [sweep]
 "adversaries.kind" = ["noise", "sign-flip", "colluding", "bit-flip"]
 """)
-
-
-def assert_same(a, b):
-    """Two engines' records agree: exactly, but for rounding in the computed numbers (an exact
-    scheme's error at round-off, ~1e-31, differs between f row by row and on the batch)."""
-    assert a.keys() == b.keys()
-    for s in a:
-        assert a[s].keys() == b[s].keys(), s
-        for k, u in a[s].items():
-            v = b[s][k]
-            if u.dtype.kind == "f":
-                assert np.allclose(u, v, rtol=1e-9, atol=1e-20, equal_nan=True), (s, k, u, v)
-            else:
-                assert np.array_equal(u, v), (s, k, u, v)
 
 
 def point_records(path):

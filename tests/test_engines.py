@@ -12,6 +12,7 @@ import pytest
 from jobfiles import small_job
 from mpirun import needs_mpiexec
 from mpirun import run as launch
+from same_records import assert_same
 
 from gcc_mpi.codes import make_code
 from gcc_mpi.core.trial import timed_encode
@@ -88,19 +89,6 @@ def records(path):
     """{scheme: {field: column}} of point 0 of a results file, the clock's fields left out."""
     schemes = read_results(path).points[0].schemes
     return {s: {k: v for k, v in d.items() if k not in TIMINGS} for s, d in schemes.items()}
-
-
-def assert_same(a, b):
-    """The records of two engines agree: exactly, but for rounding in the computed numbers."""
-    assert a.keys() == b.keys()
-    for s in a:
-        assert a[s].keys() == b[s].keys(), s
-        for k, u in a[s].items():
-            v = b[s][k]
-            if u.dtype.kind == "f":
-                assert np.allclose(u, v, rtol=1e-9, atol=0, equal_nan=True), (s, k)
-            else:
-                assert np.array_equal(u, v), (s, k, u, v)
 
 
 def both_engines(tmp_path, job):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from gcc_mpi.runtime import warden
+from gcc_mpi.runtime import startwatch, warden
 
 DAEMON = r"""
 import json, subprocess, sys
@@ -60,8 +60,8 @@ def test_the_warden_resumes_a_stopped_rank_and_kills_a_stuck_one(tmp_path):
             assert time.monotonic() < until
             time.sleep(0.02)
         os.kill(pids["stopped"], signal.SIGSTOP)  # says it is stopped
-        while warden.state(pids["stopped"]) != "T":
-            assert time.monotonic() < until, warden.state(pids["stopped"])
+        while startwatch.state(pids["stopped"]) != "T":
+            assert time.monotonic() < until, startwatch.state(pids["stopped"])
             time.sleep(0.02)
         go.touch()  # the leaver says "leaving"; the stopped one would end too, if resumed
         watcher.join(120)

@@ -41,7 +41,7 @@ from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
 from ..logs import PREFIX
 from . import startwatch
 from .last_lines import drain, quiet_from_here
-from .startwatch import StartWatch, end_ranks
+from .startwatch import StartWatch, end_ranks, state
 
 _ADDRESS = "\0gcc_mpi-warden-{daemon}"
 LOOK = 0.2           # seconds between looks at the host's ranks once the job ends
@@ -110,16 +110,6 @@ def tell(word, tries=1):
         except OSError:  # no warden (yet): nothing to tell
             if attempt + 1 < tries:
                 time.sleep(0.01)
-
-
-def state(pid):
-    """Process ``pid``'s state as /proc says ("T": stopped), or None once it ended."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            code = f.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return None
-    return None if code in ("Z", "X") else code
 
 
 def resume_stopped(ranks):
