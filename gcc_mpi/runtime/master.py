@@ -186,8 +186,7 @@ class Master:
                 # one round at a time: the last scheme's round ends before the next trial's
                 # reference f(X) runs here, else that round's latency counts rank 0's f on K
                 # rows (measured, digits-heavy: gcc-manifold's p50 242 ms, the others' 96)
-                while self.in_flight:
-                    whole.retired(self.advance())
+                self.settle(whole)
             self.where.at(p, t)
             try:
                 self.check()
@@ -209,6 +208,10 @@ class Master:
                 if self.start(setup, name, t, X, Y_true, delays) is None:
                     whole.take(t, name, self.unstarted)  # its encode failed: no round
             whole.retired(())
+        self.settle(whole)
+
+    def settle(self, whole):
+        """Advance until no round is in flight, each retired round's record into ``whole``."""
         while self.in_flight:
             whole.retired(self.advance())
 

@@ -160,6 +160,11 @@ def fault_tolerant(MPI):
     return on and flavour(MPI) == "openmpi" and hasattr(MPI.Comm, "Get_failed")
 
 
+def ft_mode(MPI):
+    """The run's fault tolerance as a file's provenance records it: "ulfm" or "off"."""
+    return "ulfm" if fault_tolerant(MPI) else "off"
+
+
 def start():
     """Initialise MPI (once) and return the ``mpi4py.MPI`` module; this host's warden (if any)
     is told that this rank is past MPI_Init, where a rank that died or stopped before would

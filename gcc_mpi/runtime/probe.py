@@ -182,7 +182,7 @@ class ProbeWork:
         """After the workers' EXITs: their compute times, the probe file, the table."""
         from ..files.traces import write_probe
         from ..core.provenance import collect
-        from .mpi import fault_tolerant, library
+        from .mpi import ft_mode, library
         from .startup import worker_hosts
 
         compute = self._compute_times(master)
@@ -192,7 +192,7 @@ class ProbeWork:
                     complete=interrupted is None, config=self.spec.job.to_toml(),
                     command=self.spec.command, mpi=library(self.MPI),
                     master_host=self.MPI.Get_processor_name(), master=self.master_work[:done],
-                    provenance=collect("ulfm" if fault_tolerant(self.MPI) else "off"))
+                    provenance=collect(ft_mode(self.MPI)))
         if interrupted is not None:
             log.info("%s after %s of %s rounds; %s holds them (complete = false)", interrupted,
                      done, self.spec.probe_rounds, out)

@@ -30,11 +30,11 @@ class RunWork:
     def prepare(self):
         """The checks of ``validate`` and the job set up (data, f and codes built once), the
         output refused or opened; the (d, m) of each sweep point, None for one not run."""
-        from .mpi import fault_tolerant, library, local_ranks
+        from .mpi import ft_mode, library, local_ranks
 
         prepared = self.run.prepare(ranks=self.comm.size, local_ranks=local_ranks(self.comm),
                                     simulate=False)
-        self.run.open(library(self.MPI), ft="ulfm" if fault_tolerant(self.MPI) else "off")
+        self.run.open(library(self.MPI), ft=ft_mode(self.MPI))
         shapes = [None] * len(self.spec.job.points)
         for point, setup in prepared:
             shapes[point.index] = (setup.dataset.dim, setup.target.output_dim)
