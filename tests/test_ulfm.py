@@ -227,16 +227,17 @@ def test_sigterm_to_rank_0_alone_stops_cleanly_and_resume_equals_an_uninterrupte
     forward SIGTERM). A busy rank 0 blocks in Waitsome and sees the signal when the next
     reply completes it; then the usual clean stop (exit 143), and --resume continues."""
     write(tmp_path, slow_py=SLOW_F, slow_toml=SLOW)
-    sets = ["-q", "--wait", wait, "--set", "job.trials=30", "--set", "stragglers.delay=0.5"]
+    # 16 trials of at least 0.25 s each: after the third, some 3 s are left for the stop to land
+    sets = ["-q", "--wait", wait, "--set", "job.trials=16", "--set", "stragglers.delay=0.25"]
     job = Launch(["run", "slow.toml", "-o", "cut.h5", *sets], tmp_path, ranks=5)
     job.wait_for(lambda: trials_in(tmp_path / "cut.h5") >= 3, "3 trials in the file")
     os.kill(job.pid(0), signal.SIGTERM)
     code, _, err = job.wait()
     assert code == 143, err
-    assert re.search(r"gcc_mpi: stopped by SIGTERM after \d+ of 30 trials; cut.h5 holds them",
+    assert re.search(r"gcc_mpi: stopped by SIGTERM after \d+ of 16 trials; cut.h5 holds them",
                      err), err
     cut = read_results(tmp_path / "cut.h5")
-    assert not cut.complete and 3 <= trials_in(tmp_path / "cut.h5") < 30
+    assert not cut.complete and 3 <= trials_in(tmp_path / "cut.h5") < 16
     assert_resume_equals_a_whole_run(tmp_path, sets)
 
 
