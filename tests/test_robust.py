@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gcc_mpi.codes import DecodeError, make_code
+from gcc_mpi.errors import JobError
 from gcc_mpi.core.point import prepare, scheme_options
 from gcc_mpi.job.parse import load_job, parse_job
 
@@ -99,3 +100,64 @@ def test_robust_is_on_exactly_when_the_job_has_adversaries():
     assert scheme_options(liars, "lcc", None)["errors"] == 2
     off = job.with_overrides(["adversaries.count=2", "code.bacc.robust=false"]).points[0].config
     assert scheme_options(off, "bacc", None)["robust"] is False
+
+
+def test_the_locator_system_is_approxifers():
+    """codes.robust.locator_system against the formulas of ApproxIFER's welch_decoder, written as
+    theirs (Workstation-MNIST-Approximate-error-locator.py: gt, gk, G and the loops A1, A2, A3),
+    where a worker's point is on no node; on a node, our entries stay finite (theirs divide by
+    zero) and the locator's row there is its value at that node."""
+    from gcc_mpi.codes.robust import locator_nodes, locator_system
+
+    K, A = 4, 2
+    alpha, t = np.cos((2 * np.arange(K) + 1) * np.pi / (2 * K)), locator_nodes(A)
+    z = np.cos(np.arange(13) * np.pi / 13)[[0, 2, 3, 5, 7, 8, 11]]
+
+    def gt(x):
+        return sum((-1) ** i / (x - t[i]) for i in range(A + 1))
+
+    def gk(x):
+        return sum((-1) ** i / (x - alpha[i]) for i in range(K))
+
+    def G(x):
+        return (sum(gt(alpha[i]) * (-1) ** i / (x - alpha[i]) for i in range(K))
+                + sum(gk(t[i]) * (-1) ** i / (x - t[i]) for i in range(A + 1)))
+
+    A1 = [[1 / ((x - alpha[j]) * G(x)) for j in range(K)] for x in z]
+    A2 = [[1 / ((x - t[j]) * G(x)) for j in range(A + 1)] for x in z]
+    A3 = [[(-1) ** j / ((x - t[j]) * gt(x)) for j in range(A + 1)] for x in z]
+    fixed, L = locator_system(z, alpha, A)
+    assert np.allclose(fixed, np.hstack([A1, A2]), rtol=1e-12, atol=1e-14)
+    assert np.allclose(L, A3, rtol=1e-12, atol=1e-14)
+    on_node = np.array([0.3, t[1], alpha[2]])
+    fixed, L = locator_system(on_node, alpha, A)
+    assert np.all(np.isfinite(fixed)) and L[1].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_the_locator_finds_a_planted_sign_flip_worker(digits):
+    """code.bacc.robust = "locator" (ApproxIFER's decoder) built for A = 2 (their runs' emax)
+    flags a lone liar, anywhere along beta, among its two (measured: at 14 of 14 positions;
+    built for A = 1 it took the liar at 4 of 14 — one reason the screen is bacc's default,
+    docs/science.md)."""
+    N, K = 40, 10
+    rng = np.random.default_rng(3)
+    code = make_code("bacc", N, K, robust="locator", errors=2)
+    assert code.robust and code.robust_method == "locator"
+    for liar in (0, 9, 21, 39):
+        X = digits.dataset.sample(rng, K)
+        Y = digits.target(code.encode(X)[0])
+        Y[liar] = -10 * Y[liar]
+        Y_hat, info = code.decode(np.arange(N), Y)
+        flagged = np.flatnonzero(info["flagged"]).tolist()
+        assert liar in flagged and len(flagged) == 2, (liar, flagged)
+        assert np.isfinite(info["locator_gap"])
+
+
+def test_bacc_names_its_robust_decoder():
+    job = parse_job("[code]\nworkers = 40\nschemes = [\"bacc\"]\n[adversaries]\ncount = 2\n")
+    for word in ("locator", "screen"):
+        config = job.with_overrides([f'code.bacc.robust="{word}"']).points[0].config
+        assert scheme_options(config, "bacc", None) == {"robust": word, "errors": 2}
+    assert make_code("bacc", 40, 10, robust=True, errors=2).robust_method is None  # the screen
+    with pytest.raises(JobError, match="code.bacc.robust"):
+        job.with_overrides(['code.bacc.robust="median"'])
