@@ -2,6 +2,7 @@
 exactly with 2A more and not beyond, replication's median outvotes a liar, and the
 leave-one-out screen names a planted sign-flip worker of bacc, letcc and gcc."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +162,47 @@ def test_bacc_names_its_robust_decoder():
     assert make_code("bacc", 40, 10, robust=True, errors=2).robust_method is None  # the screen
     with pytest.raises(JobError, match="code.bacc.robust"):
         job.with_overrides(['code.bacc.robust="median"'])
+
+
+def test_which_schemes_tolerate_a_adversaries():
+    """job.rules.untolerated, the rule plan --adversaries recommends by (K = 3, degree 2)."""
+    from gcc_mpi.job.rules import untolerated
+
+    config = parse_job('[data]\nbatch = 3\n[target]\nkind = "polynomial"\ndegree = 2\n'
+                       '[code]\nworkers = 40\n').points[0].config
+    assert all(untolerated(config, s, 3, 3, 0) is None for s in ("uncoded", "lcc", "bacc"))
+    assert untolerated(config, "uncoded", 3, 3, 1) == "no robust decoder"
+    assert untolerated(config, "lcc", 8, 8, 2) and untolerated(config, "lcc", 9, 9, 2) is None
+    assert untolerated(config, "replication", 14, 14, 2)  # 4 copies of an input: no majority
+    assert untolerated(config, "replication", 15, 15, 2) is None
+    assert untolerated(config, "bacc", 9, 6, 2) and untolerated(config, "gcc", 9, 7, 2) is None
+    assert untolerated(config, "my.py:Code", 40, 40, 1) == "no robust decoder"
+
+
+def test_plan_recommends_only_schemes_that_tolerate_the_adversaries(tmp_path, capsys):
+    from gcc_mpi.cli.main import main
+
+    np.save(tmp_path / "d.npy", 0.001 + np.random.default_rng(2).exponential(0.002, (20, 15)))
+    (tmp_path / "job.toml").write_text(
+        '[data]\nsource = "sphere"\ndim = 5\nbatch = 3\n[target]\nkind = "polynomial"\n'
+        'degree = 2\noutputs = 2\n[code]\nworkers = 8\n'
+        'schemes = ["uncoded", "replication", "lcc", "bacc"]\n')
+    args = ["plan", str(tmp_path / "job.toml"), "--trace", str(tmp_path / "d.npy"),
+            "--target-nmse", "-20", "--trials", "2"]
+    best = tmp_path / "best.toml"
+    assert main([*args, "--adversaries", "2", "--json", "--write", str(best)]) == 0
+    plan = json.loads(capsys.readouterr().out)  # one JSON document, nothing after it
+    tried = {(c["scheme"], c["N"], c["S"]) for c in plan["candidates"]}
+    assert {s for s, _, _ in tried} == {"replication", "lcc", "bacc"}  # uncoded: no decoder
+    assert all(N >= 15 for s, N, _ in tried if s == "replication")     # 2A + 1 copies
+    assert all(N >= 9 for s, N, _ in tried if s == "lcc")               # D + 1 + 2A
+    assert all(N - S >= 7 for s, N, S in tried if s == "bacc")          # K + 2A waited for
+    assert plan["recommended"]["scheme"] == "lcc" and plan["adversaries"] == 2
+    assert plan["left_out"]["replication"] == {
+        "needs 2A+1 = 5 copies of each input, N >= 15": [3, 4, 7, 10]}
+    # the written job (validated as it is written) keeps the liars it was planned against:
+    # they set its decoder's A
+    assert "[adversaries]\ncount = 2\n" in best.read_text()
+    assert main([*args, "--adversaries", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == ("gcc_mpi: error: --adversaries: must be an "
+                                               "integer >= 0, got -1")
