@@ -154,6 +154,16 @@ def test_the_locator_finds_a_planted_sign_flip_worker(digits):
         assert np.isfinite(info["locator_gap"])
 
 
+def test_the_locator_leaves_too_few_results_to_the_screen():
+    """Under K + 2A + 1 results the locator's null space is not one line: the screen decides."""
+    code = make_code("bacc", 14, 10, robust="locator", errors=2)
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    Y = np.tanh(code.encode(X)[0])
+    Y[6] = -10 * Y[6]
+    _, info = code.decode(np.arange(14), Y)
+    assert np.isnan(info["locator_gap"]) and np.flatnonzero(info["flagged"]).tolist() == [6]
+
+
 def test_bacc_names_its_robust_decoder():
     job = parse_job("[code]\nworkers = 40\nschemes = [\"bacc\"]\n[adversaries]\ncount = 2\n")
     for word in ("locator", "screen"):
