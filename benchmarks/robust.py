@@ -2,6 +2,7 @@
 
     python benchmarks/robust.py [--trials 100] [--kinds sign-flip noise ...] [--count 2]
     python benchmarks/robust.py --bacc sign-flip:10 noise:12 [--trials 100] [--count 2]
+                                [--workers 40] [--stragglers 4]
 
 Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--count`` liars of
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
@@ -12,7 +13,8 @@ robust over plain.
 ``--bacc KIND:SIZE ...`` instead: bacc's two robust decoders (code.bacc.robust = "screen", the
 leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on the same
 workload, each kind at its size (noise 12: sigma = 12 x the rms of a result, about 100 in the
-digits MLP's logits, ApproxIFER's adversary).
+digits MLP's logits, ApproxIFER's adversary); ``--workers`` and ``--stragglers`` set N and S
+(ApproxIFER's runs: N = K + S + 2A + 1).
 
 Part 2, lcc's exact correction: a degree-2 polynomial, K = 4 (D = 6), A liars at N = D + 1 + 2A
 and N one less with A + 1 liars: the median nmse, failed trials, and the Berlekamp–Welch
@@ -42,9 +44,9 @@ def db(x):
     return 10 * np.log10(np.mean(x)) if np.mean(x) > 0 else -np.inf  # exact: printed -inf
 
 
-def simulate(trials, overrides):
+def simulate(trials, overrides, stragglers=4):
     job = load_job(ROOT / "jobs" / "digits-mlp.toml", [
-        f"job.trials={trials}", "sweep.stragglers.count=[4]",
+        f"job.trials={trials}", f"sweep.stragglers.count=[{stragglers}]",
         f"code.schemes={list(SCHEMES)!r}".replace("'", '"'), *overrides])
     return run_simulation(job).points[0].schemes
 
@@ -79,13 +81,14 @@ def caught_false(r):
             (r["flagged"] & honest).sum() / max(honest.sum(), 1))
 
 
-def bacc_decoders(trials, kinds, count):
+def bacc_decoders(trials, kinds, count, N=40, S=4):
     """bacc's plain decode, its screen and ApproxIFER's locator, per KIND:SIZE of ``kinds``."""
     def run(extra):
-        return simulate(trials, ['code.schemes=["bacc"]', *extra])["bacc"]
+        return simulate(trials, ['code.schemes=["bacc"]', f"code.workers={N}", *extra],
+                        S)["bacc"]
 
     clean = run([])
-    print(f"digits-mlp, K = 10, N = 40, 4 stragglers, {count} liars, {trials} trials; "
+    print(f"digits-mlp, K = 10, N = {N}, {S} stragglers, {count} liars, {trials} trials; "
           f"bacc clean {db(clean['nmse']):.1f} dB")
     print(f"{'kind':14} {'decoder':8} {'dB':>6} {'caught':>7} {'false':>7} {'ms/decode':>9}")
     for spec in kinds:
@@ -142,6 +145,8 @@ def main():
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--count", type=int, default=2)
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    ap.add_argument("--workers", type=int, default=40, help="N (--bacc only)")
+    ap.add_argument("--stragglers", type=int, default=4, help="S (--bacc only)")
     ap.add_argument("--bacc", nargs="+", metavar="KIND:SIZE",
                     help="only bacc's robust decoders (screen, locator), each kind at its size")
     args = ap.parse_args()
@@ -151,7 +156,7 @@ def main():
             ap.error(f"--bacc wants KIND:SIZE with KIND one of {', '.join(KINDS)}, got {spec!r}")
     t0 = time.monotonic()
     if args.bacc:
-        bacc_decoders(args.trials, args.bacc, args.count)
+        bacc_decoders(args.trials, args.bacc, args.count, args.workers, args.stragglers)
     else:
         part1(args.trials, args.kinds, args.count)
         part2(args.trials)
