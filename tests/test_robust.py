@@ -216,3 +216,14 @@ def test_plan_recommends_only_schemes_that_tolerate_the_adversaries(tmp_path, ca
     assert main([*args, "--adversaries", "-1"]) == 2
     assert capsys.readouterr().err.strip() == ("gcc_mpi: error: --adversaries: must be an "
                                                "integer >= 0, got -1")
+
+
+def test_a_node_shared_by_the_inputs_and_the_locator_is_one_term():
+    """Odd K and even A: alpha and the locator's nodes share 0, and the system keeps one column
+    for it (two equal columns would make a null vector without a locator, b = 0)."""
+    from gcc_mpi.codes.robust import locator_system
+
+    alpha = np.cos((2 * np.arange(5) + 1) * np.pi / 10)
+    fixed, L = locator_system(np.cos(np.arange(30) * np.pi / 29), alpha, 2)
+    assert fixed.shape == (30, 5 + 2) and L.shape == (30, 3)
+    assert np.linalg.matrix_rank(fixed) == 7  # with both columns: 8 columns of rank 7
