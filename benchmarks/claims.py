@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gcc_mpi.api import run_simulation
+from gcc_mpi.job.parse import load_job
 from gcc_mpi.reports.statistics import summarize
 from gcc_mpi.reports.rates import FLOOR_DB, fit_rate_details
 from gcc_mpi.files.reader import read_results
@@ -218,6 +220,43 @@ class Relacc:
         return out
 
 
+@dataclass
+class Threshold:
+    """LCC corrects A wrong results exactly at N = D + 1 + 2A (D = deg·(K - 1)), and refuses a
+    trial with more: per A, the trials with at most A liars and how many decoded below the
+    round-off floor, the trials with more and how many were refused (failed)."""
+
+    name: str
+    job: str
+    D: int        # the job's deg·(K - 1)
+    errors: tuple  # the A to run, each at its threshold N
+
+    def sets(self, A):
+        """N at the threshold, and p = (A - 1/2) / (2N): the decoder's A = ceil(2pN) is A."""
+        N = self.D + 1 + 2 * A
+        return [f"code.workers={N}", f"adversaries.p={(A - 0.5) / (2 * N)!r}"]
+
+    def lines(self, by_a):
+        out = []
+        for A, results in by_a.items():
+            d = results.points[0].schemes["lcc"]
+            liars = d["adversary"].sum(axis=1)  # every result is used: no stragglers, wait all
+            within, beyond = liars <= A, liars > A
+            with np.errstate(divide="ignore"):  # an nmse of exactly 0 is -inf dB: exact
+                exact = within & ~d["failed"] & (10 * np.log10(d["nmse"]) <= FLOOR_DB)
+            refused = beyond & d["failed"]
+            worst = 10 * np.log10(np.nanmax(d["nmse"][within & ~d["failed"]]))
+            N = self.D + 1 + 2 * A
+            fig = (f"N = {N}: {exact.sum()} of {within.sum()} trials with <= {A} liars exact "
+                   f"(worst {worst:.0f} dB), {refused.sum()} of {beyond.sum()} with more "
+                   "refused")
+            holds = exact.sum() == within.sum() > 0 and refused.sum() == beyond.sum()
+            out.append(Line(self.name, f"lcc A={A}", fig, bool(holds), {
+                "N": N, "within": int(within.sum()), "exact": int(exact.sum()),
+                "beyond": int(beyond.sum()), "refused": int(refused.sum()), "worst_db": worst}))
+        return out
+
+
 CLAIMS = [
     # the small sweeps keep three points above the round-off floor (gcc-manifold reaches it at
     # N = 80 for S = 2, gcc at S = 2 of N = 160)
@@ -230,6 +269,7 @@ CLAIMS = [
     Beats("manifold-polynomial", "manifold-polynomial", "gcc-manifold", "gcc", [0, 10]),
     Beats("letcc-bacc", "letcc-bacc", "letcc", "bacc", [0, 10]),
     Relacc("approxifer", "approxifer", {8: 0.872, 10: 0.872, 12: 0.868}),
+    Threshold("lcc-correction", "lcc-correction", 6, (1, 2, 3)),
 ]
 
 
@@ -240,6 +280,15 @@ def run(claim, tmp, small=False, trials=None, decoder="beta"):
         trials = claim.small_trials
     sets = [f"job.trials={trials}"] if trials else []
     sets += [f"code.{s}.decoder={decoder}" for s in ("gcc", "gcc-manifold")]
+    if isinstance(claim, Threshold):
+        # its full size is the test's too (--small keeps it: a count of refused trials needs
+        # the rare trials with more than A liars), run in this process by the function the
+        # simulate command calls (api.run_simulation): three interpreters would cost the test
+        # 10 s where the trials cost 1
+        extra = [f"job.trials={trials}"] if trials and not small else []
+        return claim.lines({A: run_simulation(load_job(CLAIMS_DIR / f"{claim.job}.toml",
+                                                       [*claim.sets(A), *extra]))
+                            for A in claim.errors})
     if isinstance(claim, Relacc):
         by_k = {K: simulate(claim.job, [*sets, *claim.sets(K)], tmp, f"{claim.name}-{K}")
                 for K in claim.published}

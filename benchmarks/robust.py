@@ -1,12 +1,20 @@
 """Robust decoders against their plain twins (codes/robust.py, ``code.<scheme>.robust``).
 
     python benchmarks/robust.py [--trials 100] [--kinds sign-flip noise ...] [--count 2]
+    python benchmarks/robust.py --bacc sign-flip:10 noise:12 [--trials 100] [--count 2]
+                                [--workers 40] [--stragglers 4]
 
 Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--count`` liars of
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
 [dB] without liars, with them decoded plainly and robustly; the share of the liars' used
 results that were flagged ("caught") and of the honest ones ("false"); the mean decode time
 robust over plain.
+
+``--bacc KIND:SIZE ...`` instead: bacc's two robust decoders (code.bacc.robust = "screen", the
+leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on the same
+workload, each kind at its size (noise 12: sigma = 12 x the rms of a result, about 100 in the
+digits MLP's logits, ApproxIFER's adversary); ``--workers`` and ``--stragglers`` set N and S
+(ApproxIFER's runs: N = K + S + 2A + 1).
 
 Part 2, lcc's exact correction: a degree-2 polynomial, K = 4 (D = 6), A liars at N = D + 1 + 2A
 and N one less with A + 1 liars: the median nmse, failed trials, and the Berlekamp–Welch
@@ -36,9 +44,9 @@ def db(x):
     return 10 * np.log10(np.mean(x)) if np.mean(x) > 0 else -np.inf  # exact: printed -inf
 
 
-def simulate(trials, overrides):
+def simulate(trials, overrides, stragglers=4):
     job = load_job(ROOT / "jobs" / "digits-mlp.toml", [
-        f"job.trials={trials}", "sweep.stragglers.count=[4]",
+        f"job.trials={trials}", f"sweep.stragglers.count=[{stragglers}]",
         f"code.schemes={list(SCHEMES)!r}".replace("'", '"'), *overrides])
     return run_simulation(job).points[0].schemes
 
@@ -58,14 +66,41 @@ def part1(trials, kinds, count):
         robust = simulate(trials, liars + robust_flags(True))
         for s in SCHEMES:
             r = robust[s]
-            lied = r["adversary"] & r["used"]
-            honest = r["used"] & ~r["adversary"]
-            caught = (r["flagged"] & lied).sum() / max(lied.sum(), 1)
-            false = (r["flagged"] & honest).sum() / max(honest.sum(), 1)
+            caught, false = caught_false(r)
             ratio = np.nanmean(r["t_decode"]) / np.nanmean(plain[s]["t_decode"])
             print(f"{kind:10} {s:12} {db(clean[s]['nmse']):9.1f} {db(plain[s]['nmse']):9.1f} "
                   f"{db(r['nmse']):9.1f} {100 * caught:6.1f}% {100 * false:6.2f}% "
                   f"{int(r['failed'].sum()):6d} {ratio:7.1f}")
+
+
+def caught_false(r):
+    """(share of the liars' used results flagged, share of the honest used results flagged)."""
+    lied = r["adversary"] & r["used"]
+    honest = r["used"] & ~r["adversary"]
+    return ((r["flagged"] & lied).sum() / max(lied.sum(), 1),
+            (r["flagged"] & honest).sum() / max(honest.sum(), 1))
+
+
+def bacc_decoders(trials, kinds, count, N=40, S=4):
+    """bacc's plain decode, its screen and ApproxIFER's locator, per KIND:SIZE of ``kinds``."""
+    def run(extra):
+        return simulate(trials, ['code.schemes=["bacc"]', f"code.workers={N}", *extra],
+                        S)["bacc"]
+
+    clean = run([])
+    print(f"digits-mlp, K = 10, N = {N}, {S} stragglers, {count} liars, {trials} trials; "
+          f"bacc clean {db(clean['nmse']):.1f} dB")
+    print(f"{'kind':14} {'decoder':8} {'dB':>6} {'caught':>7} {'false':>7} {'ms/decode':>9}")
+    for spec in kinds:
+        kind, size = spec.split(":")
+        liars = [f"adversaries.count={count}", f'adversaries.kind="{kind}"',
+                 f"adversaries.size={size}"]
+        for decoder in ("false", '"screen"', '"locator"'):
+            r = run([*liars, f"code.bacc.robust={decoder}"])
+            caught, false = caught_false(r)
+            print(f"{spec:14} {decoder.strip(chr(34)):8} {db(r['nmse']):6.1f} "
+                  f"{100 * caught:6.1f}% {100 * false:6.2f}% "
+                  f"{1e3 * np.nanmean(r['t_decode']):9.2f}")
 
 
 def lcc_case(N, K, A, liars, trials):
@@ -110,10 +145,21 @@ def main():
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--count", type=int, default=2)
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    ap.add_argument("--workers", type=int, default=40, help="N (--bacc only)")
+    ap.add_argument("--stragglers", type=int, default=4, help="S (--bacc only)")
+    ap.add_argument("--bacc", nargs="+", metavar="KIND:SIZE",
+                    help="only bacc's robust decoders (screen, locator), each kind at its size")
     args = ap.parse_args()
+    for spec in args.bacc or ():
+        kind, _, size = spec.partition(":")
+        if kind not in KINDS or not size.replace(".", "", 1).isdigit():
+            ap.error(f"--bacc wants KIND:SIZE with KIND one of {', '.join(KINDS)}, got {spec!r}")
     t0 = time.monotonic()
-    part1(args.trials, args.kinds, args.count)
-    part2(args.trials)
+    if args.bacc:
+        bacc_decoders(args.trials, args.bacc, args.count, args.workers, args.stragglers)
+    else:
+        part1(args.trials, args.kinds, args.count)
+        part2(args.trials)
     print(f"\n({time.monotonic() - t0:.0f} s)")
 
 

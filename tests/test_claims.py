@@ -30,7 +30,7 @@ def slope(lines, claim, scheme):
 def test_every_claim_has_its_lines(lines):
     claims = {c for c, _ in lines}
     assert claims == {"rate-n", "rate-s", "rate-probabilistic", "manifold-network",
-                      "manifold-polynomial", "letcc-bacc", "approxifer"}
+                      "manifold-polynomial", "letcc-bacc", "approxifer", "lcc-correction"}
     assert {r["decoder"] for r in lines.values()} == {"beta"}  # the schemes as published
 
 
@@ -89,3 +89,26 @@ def test_approxifer_setting(lines):
         assert 0.75 <= bacc <= 0.92
         assert acc["letcc"][K][0] <= bacc + 0.03 and acc["gcc"][K][0] <= bacc + 0.03
         assert acc["gcc-manifold"][K][0] >= bacc + 0.08
+
+
+@pytest.mark.parametrize("A, within, beyond", [(1, 196, 4), (2, 194, 6), (3, 197, 3)])
+def test_lcc_corrects_a_errors_at_its_threshold_and_refuses_more(lines, A, within, beyond):
+    """N = D + 1 + 2A (D = 6), 200 trials at the full size (the figures of docs/claims.md,
+    which the seeded liars repeat exactly): every trial with at most A liars at the round-off
+    floor, every trial with more refused."""
+    r = lines["lcc-correction", f"lcc A={A}"]["values"]
+    assert (r["within"], r["exact"], r["beyond"], r["refused"]) == (within, within, beyond,
+                                                                    beyond)
+    assert r["worst_db"] <= -200  # measured -303, -293, -275
+    assert lines["lcc-correction", f"lcc A={A}"]["holds"]
+
+
+def test_lcc_below_its_threshold_is_refused_before_any_trial():
+    """The "fails beyond" of N: one worker fewer than D + 1 + 2A is refused by the job's checks,
+    one line naming code.workers."""
+    from gcc_mpi.errors import JobError
+    from gcc_mpi.job.parse import load_job
+
+    job = CLAIMS.parent.parent / "jobs" / "claims" / "lcc-correction.toml"
+    with pytest.raises(JobError, match=r"code.workers.*\(K-1\)\*degree\+1\+2A = 11"):
+        load_job(job, ["code.workers=10"])

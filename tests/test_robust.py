@@ -2,12 +2,14 @@
 exactly with 2A more and not beyond, replication's median outvotes a liar, and the
 leave-one-out screen names a planted sign-flip worker of bacc, letcc and gcc."""
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gcc_mpi.codes import DecodeError, make_code
+from gcc_mpi.errors import JobError
 from gcc_mpi.core.point import prepare, scheme_options
 from gcc_mpi.job.parse import load_job, parse_job
 
@@ -99,3 +101,129 @@ def test_robust_is_on_exactly_when_the_job_has_adversaries():
     assert scheme_options(liars, "lcc", None)["errors"] == 2
     off = job.with_overrides(["adversaries.count=2", "code.bacc.robust=false"]).points[0].config
     assert scheme_options(off, "bacc", None)["robust"] is False
+
+
+def test_the_locator_system_is_approxifers():
+    """codes.robust.locator_system against the formulas of ApproxIFER's welch_decoder, written as
+    theirs (Workstation-MNIST-Approximate-error-locator.py: gt, gk, G and the loops A1, A2, A3),
+    where a worker's point is on no node; on a node, our entries stay finite (theirs divide by
+    zero) and the locator's row there is its value at that node."""
+    from gcc_mpi.codes.robust import locator_nodes, locator_system
+
+    K, A = 4, 2
+    alpha, t = np.cos((2 * np.arange(K) + 1) * np.pi / (2 * K)), locator_nodes(A)
+    z = np.cos(np.arange(13) * np.pi / 13)[[0, 2, 3, 5, 7, 8, 11]]
+
+    def gt(x):
+        return sum((-1) ** i / (x - t[i]) for i in range(A + 1))
+
+    def gk(x):
+        return sum((-1) ** i / (x - alpha[i]) for i in range(K))
+
+    def G(x):
+        return (sum(gt(alpha[i]) * (-1) ** i / (x - alpha[i]) for i in range(K))
+                + sum(gk(t[i]) * (-1) ** i / (x - t[i]) for i in range(A + 1)))
+
+    A1 = [[1 / ((x - alpha[j]) * G(x)) for j in range(K)] for x in z]
+    A2 = [[1 / ((x - t[j]) * G(x)) for j in range(A + 1)] for x in z]
+    A3 = [[(-1) ** j / ((x - t[j]) * gt(x)) for j in range(A + 1)] for x in z]
+    fixed, L = locator_system(z, alpha, A)
+    assert np.allclose(fixed, np.hstack([A1, A2]), rtol=1e-12, atol=1e-14)
+    assert np.allclose(L, A3, rtol=1e-12, atol=1e-14)
+    on_node = np.array([0.3, t[1], alpha[2]])
+    fixed, L = locator_system(on_node, alpha, A)
+    assert np.all(np.isfinite(fixed)) and L[1].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_the_locator_finds_a_planted_sign_flip_worker(digits):
+    """code.bacc.robust = "locator" (ApproxIFER's decoder) built for A = 2 (their runs' emax)
+    flags a lone liar, anywhere along beta, among its two (measured: at 14 of 14 positions;
+    built for A = 1 it took the liar at 4 of 14 — one reason the screen is bacc's default,
+    docs/science.md)."""
+    N, K = 40, 10
+    rng = np.random.default_rng(3)
+    code = make_code("bacc", N, K, robust="locator", errors=2)
+    assert code.robust and code.robust_method == "locator"
+    for liar in (0, 9, 21, 39):
+        X = digits.dataset.sample(rng, K)
+        Y = digits.target(code.encode(X)[0])
+        Y[liar] = -10 * Y[liar]
+        Y_hat, info = code.decode(np.arange(N), Y)
+        flagged = np.flatnonzero(info["flagged"]).tolist()
+        assert liar in flagged and len(flagged) == 2, (liar, flagged)
+        assert np.isfinite(info["locator_gap"])
+
+
+def test_the_locator_leaves_too_few_results_to_the_screen():
+    """Under K + 2A + 1 results the locator's null space is not one line: the screen decides."""
+    code = make_code("bacc", 14, 10, robust="locator", errors=2)
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    Y = np.tanh(code.encode(X)[0])
+    Y[6] = -10 * Y[6]
+    _, info = code.decode(np.arange(14), Y)
+    assert np.isnan(info["locator_gap"]) and np.flatnonzero(info["flagged"]).tolist() == [6]
+
+
+def test_bacc_names_its_robust_decoder():
+    job = parse_job("[code]\nworkers = 40\nschemes = [\"bacc\"]\n[adversaries]\ncount = 2\n")
+    for word in ("locator", "screen"):
+        config = job.with_overrides([f'code.bacc.robust="{word}"']).points[0].config
+        assert scheme_options(config, "bacc", None) == {"robust": word, "errors": 2}
+    assert make_code("bacc", 40, 10, robust=True, errors=2).robust_method is None  # the screen
+    with pytest.raises(JobError, match="code.bacc.robust"):
+        job.with_overrides(['code.bacc.robust="median"'])
+
+
+def test_which_schemes_tolerate_a_adversaries():
+    """job.rules.untolerated, the rule plan --adversaries recommends by (K = 3, degree 2)."""
+    from gcc_mpi.job.rules import untolerated
+
+    config = parse_job('[data]\nbatch = 3\n[target]\nkind = "polynomial"\ndegree = 2\n'
+                       '[code]\nworkers = 40\n').points[0].config
+    assert all(untolerated(config, s, 3, 3, 0) is None for s in ("uncoded", "lcc", "bacc"))
+    assert untolerated(config, "uncoded", 3, 3, 1) == "no robust decoder"
+    assert untolerated(config, "lcc", 8, 8, 2) and untolerated(config, "lcc", 9, 9, 2) is None
+    assert untolerated(config, "replication", 14, 14, 2)  # 4 copies of an input: no majority
+    assert untolerated(config, "replication", 15, 15, 2) is None
+    assert untolerated(config, "bacc", 9, 6, 2) and untolerated(config, "gcc", 9, 7, 2) is None
+    assert untolerated(config, "my.py:Code", 40, 40, 1) == "no robust decoder"
+
+
+def test_plan_recommends_only_schemes_that_tolerate_the_adversaries(tmp_path, capsys):
+    from gcc_mpi.cli.main import main
+
+    np.save(tmp_path / "d.npy", 0.001 + np.random.default_rng(2).exponential(0.002, (20, 15)))
+    (tmp_path / "job.toml").write_text(
+        '[data]\nsource = "sphere"\ndim = 5\nbatch = 3\n[target]\nkind = "polynomial"\n'
+        'degree = 2\noutputs = 2\n[code]\nworkers = 8\n'
+        'schemes = ["uncoded", "replication", "lcc", "bacc"]\n')
+    args = ["plan", str(tmp_path / "job.toml"), "--trace", str(tmp_path / "d.npy"),
+            "--target-nmse", "-20", "--trials", "2"]
+    best = tmp_path / "best.toml"
+    assert main([*args, "--adversaries", "2", "--json", "--write", str(best)]) == 0
+    plan = json.loads(capsys.readouterr().out)  # one JSON document, nothing after it
+    tried = {(c["scheme"], c["N"], c["S"]) for c in plan["candidates"]}
+    assert {s for s, _, _ in tried} == {"replication", "lcc", "bacc"}  # uncoded: no decoder
+    assert all(N >= 15 for s, N, _ in tried if s == "replication")     # 2A + 1 copies
+    assert all(N >= 9 for s, N, _ in tried if s == "lcc")               # D + 1 + 2A
+    assert all(N - S >= 7 for s, N, S in tried if s == "bacc")          # K + 2A waited for
+    assert plan["recommended"]["scheme"] == "lcc" and plan["adversaries"] == 2
+    assert plan["left_out"]["replication"] == {
+        "needs 2A+1 = 5 copies of each input, N >= 15": [3, 4, 7, 10]}
+    # the written job (validated as it is written) keeps the liars it was planned against:
+    # they set its decoder's A
+    assert "[adversaries]\ncount = 2\n" in best.read_text()
+    assert main([*args, "--adversaries", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == ("gcc_mpi: error: --adversaries: must be an "
+                                               "integer >= 0, got -1")
+
+
+def test_a_node_shared_by_the_inputs_and_the_locator_is_one_term():
+    """Odd K and even A: alpha and the locator's nodes share 0, and the system keeps one column
+    for it (two equal columns would make a null vector without a locator, b = 0)."""
+    from gcc_mpi.codes.robust import locator_system
+
+    alpha = np.cos((2 * np.arange(5) + 1) * np.pi / 10)
+    fixed, L = locator_system(np.cos(np.arange(30) * np.pi / 29), alpha, 2)
+    assert fixed.shape == (30, 5 + 2) and L.shape == (30, 3)
+    assert np.linalg.matrix_rank(fixed) == 7  # with both columns: 8 columns of rank 7

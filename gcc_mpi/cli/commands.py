@@ -188,7 +188,7 @@ def cmd_plan(args):
     return main_plan(load_job_from(args), args.trace, args.target_nmse,
                      max_workers=args.max_workers, schemes=args.schemes, trials=args.trials,
                      write=args.write, overwrite=args.overwrite, json_out=args.json,
-                     plot=args.plot,
+                     plot=args.plot, adversaries=args.adversaries,
                      command=recorded_command(args))
 
 

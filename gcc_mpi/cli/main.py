@@ -130,6 +130,9 @@ def _probe_args(sub):
                     help="schemes to consider (default: the job's)")
     pl.add_argument("--trials", type=int, metavar="T",
                     help="simulated trials per configuration (default 40)")
+    pl.add_argument("--adversaries", type=int, metavar="A",
+                    help="A workers answer wrong in every trial: simulate them and recommend "
+                         "only schemes that tolerate A (default: the job's [adversaries])")
     pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     pl.add_argument("--write", metavar="BEST.toml", help="write the recommended job file")
     pl.add_argument("--overwrite", action="store_true",

@@ -84,7 +84,7 @@ def build(cls, N, K, robust=False, errors=0, **options):
     decoding is the base class's (LinearCode.set_robust), not a keyword of the class, and "auto"
     without a job's [adversaries] to go by is off."""
     code = cls(N, K, **options)
-    code.set_robust(robust is True, errors)
+    code.set_robust(robust, errors)
     return code
 
 

@@ -67,12 +67,18 @@ class LinearCode:
         # they hardly ever do, and a decoder holds O(N^2) numbers (1 GB for 30 at N = 4096)
         self.cache_size = int(np.clip(2**20 // N**2, 4, 256))
         self._cache = OrderedDict()
-        self.robust, self.errors = False, 0  # set_robust
+        self.robust, self.robust_method, self.errors = False, None, 0  # set_robust
+
+    # robust decoders a scheme offers by name (code.<scheme>.robust = "<name>"); true: its first
+    robust_methods = ()
 
     def set_robust(self, robust, errors):
-        """Decode robustly (``robust``) against up to ``errors`` wrong results: ``trusted``
-        picks the results to decode from, the others are the trial's ``flagged`` workers."""
-        self.robust, self.errors = bool(robust), int(errors)
+        """Decode robustly against up to ``errors`` wrong results: ``trusted`` picks the results
+        to decode from, the others are the trial's ``flagged`` workers. ``robust``: True, False
+        ("auto" without a job to resolve it is off) or one of ``robust_methods``."""
+        self.robust = robust is True or robust in self.robust_methods
+        self.robust_method = robust if robust in self.robust_methods else None
+        self.errors = int(errors)
 
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, X):

@@ -25,6 +25,14 @@ kept results with its plain decoder, and the ones not kept are the trial's flagg
   some dropped were honest. The system's smallest two singular values are its conditioning
   (``gap``: how clearly the null space is one line).
 
+- ``rational_locator`` (bacc; ApproxIFER's robust decoder): Berlekamp–Welch with rational
+  functions in Berrut's form. The honest results are close to a rational function with poles
+  at the K input points alpha; the error locator L is Berrut's interpolant on A + 1 nodes t
+  (its numerator has degree A: at most A zeros), and Q = u·L has a partial fraction over
+  alpha and t. Q(beta_i) = y_i·L(beta_i) at every received point is a homogeneous system whose
+  SVD null space gives L, per output coordinate; each coordinate votes for the A results where
+  |L| is smallest, the A most voted are dropped, and Berrut's decoder runs without them.
+
 A non-finite result, or one HUGE times the median one (a bit flipped into the exponent), is
 never kept.
 """
@@ -160,3 +168,75 @@ def consistent_with(points, Y, keep, D, rtol=1e-6):
     if not near[keep].all():
         return None
     return near & finite_rows(Y)
+
+
+def berrut_weights(nodes, z):
+    """(W, 1/g): W[i, j] = (-1)^j / (z_i - t_j) / g(z_i) with g(z) = sum_j (-1)^j / (z - t_j),
+    Berrut's basis on ``nodes`` t in their given order (ApproxIFER's sign convention), and 1/g
+    (0 at a node, its limit). In this form the locator's system has finite entries where a
+    worker's point falls on a node, which the formula as written divides by zero at."""
+    signs = (-1.0) ** np.arange(len(nodes))
+    diff = z[:, None] - nodes[None, :]
+    hit = diff == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        C = signs / diff
+        g = C.sum(axis=1)
+        W = C / g[:, None]
+    rows = hit.any(axis=1)
+    W[rows] = hit[rows]  # at node j: its limit, 1 there and 0 elsewhere
+    inv_g = np.where(rows, 0.0, 1.0 / np.where(rows, 1.0, g))
+    return W, inv_g
+
+
+def locator_nodes(A):
+    """ApproxIFER's A + 1 nodes of the error locator: Chebyshev points of the first kind."""
+    return np.cos((2 * np.arange(A + 1) + 1) * np.pi / (2 * (A + 1)))
+
+
+def locator_system(points, alpha, A):
+    """(M_fixed, L): the columns of ApproxIFER's system that do not depend on y — 1/((z -
+    alpha_j) g_alpha g_t) and 1/((z - t_j) g_alpha g_t) for t_j not an alpha — and L
+    (n x (A + 1)), the locator's basis (its column times -y completes the system; L @ b is the
+    locator's values).
+    Written with Berrut's basis so that every entry is finite."""
+    t = locator_nodes(A)
+    Wa, inv_ga = berrut_weights(alpha, points)
+    Wt, inv_gt = berrut_weights(t, points)
+    sa = (-1.0) ** np.arange(len(alpha))
+    st = (-1.0) ** np.arange(len(t))
+    # 1/((z - a_j) g_a g_t) = (-1)^j W_a[:, j] / g_t, and likewise with a and t swapped
+    fixed = np.hstack([Wa * sa * inv_gt[:, None], Wt * st * inv_ga[:, None]])
+    # a node shared by alpha and t (0, for odd K and even A) gives two equal columns, whose
+    # difference is a null vector with no locator in it (b = 0): with both the locator found 1
+    # of 20 liar pairs at K = 5, A = 2 (tanh, N = 30), with one 9 of 20 (13 of 20 at K = 6)
+    shared = np.isclose(t[:, None], alpha[None, :], rtol=0, atol=1e-12).any(axis=1)
+    return np.hstack([fixed[:, :len(alpha)], fixed[:, len(alpha):][:, ~shared]]), Wt
+
+
+def rational_locator(points, alpha, Y, A):
+    """(keep, gap) of ApproxIFER's robust BACC decoder for the received results ``Y`` at
+    ``points`` (beta of the received), inputs at ``alpha``, up to ``A`` wrong results.
+
+    Follows Workstation-MNIST-Approximate-error-locator.py (welch_decoder and decoder) of
+    github.com/Mahdi-Soleymani/Approxifer: per output coordinate the last right singular vector
+    of [fixed, -y·L] gives the locator's values b at its nodes, the A smallest |L @ b| get a
+    vote, and the A most voted results are dropped. Two changes: the locator is evaluated at
+    the received points only (theirs at all N, so a straggler could take a vote), and the
+    columns are scaled to one norm before the SVD, as the lcc decoder's (``bw_null``)."""
+    keep = finite_rows(Y)
+    A_left = A - int((~keep).sum())
+    idx = np.flatnonzero(keep)
+    if A_left <= 0 or len(idx) <= A_left:
+        return keep, np.nan
+    fixed, L = locator_system(points[idx], alpha, A_left)
+    Yk = Y[idx] / max(np.abs(Y[idx]).max(), 1e-300)
+    votes, gaps = np.zeros(len(idx)), []
+    for j in range(Yk.shape[1]):
+        M = np.hstack([fixed, -Yk[:, j, None] * L])
+        norms = np.linalg.norm(M, axis=0).clip(1e-300)
+        _, s, Vt = np.linalg.svd(M / norms)
+        b = Vt[-1, fixed.shape[1]:] / norms[fixed.shape[1]:]
+        gaps.append(s[-2] / s[-1] if s[-1] > 0 else np.inf)
+        votes[np.argsort(np.abs(L @ b), kind="stable")[:A_left]] += 1
+    keep[idx[np.argsort(-votes, kind="stable")[:A_left]]] = False
+    return keep, float(np.median(gaps))

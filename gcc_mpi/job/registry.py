@@ -53,7 +53,9 @@ BUILT_IN = {s.name: s for s in (
     # "auto": the target's degree (job.rules.resolved_lcc_degree)
     Scheme("lcc", "lcc", "LCC", False, "C4",
            {"degree": Setting(or_words(integer(1), "auto"), "auto"), "robust": ROBUST}),
-    Scheme("bacc", "berrut", "BACC", False, "C0", {"robust": ROBUST}),
+    # bacc's robust decoder by name too (codes.berrut.BACC.robust_methods); true: "screen"
+    Scheme("bacc", "berrut", "BACC", False, "C0",
+           {"robust": Setting(or_words(BOOL, "auto", "screen", "locator"), "auto")}),
     Scheme("letcc", "letcc", "LeTCC", True, "C1",
            {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA, "robust": ROBUST}),
     Scheme("gcc", "gcc", "GCC", True, "C2", GCC_OPTIONS),

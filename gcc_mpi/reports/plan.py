@@ -65,29 +65,53 @@ def _label(c):
     return "until decodable" if c["exact"] else f"fastest N-{c['S']}"
 
 
-def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_dir):
+def trusted_schemes(base, N, schemes, A, left_out):
+    """The ``schemes`` to try at N: uncoded only at N = K, lcc only where it can decode, and
+    against the job's adversaries only those that tolerate them (job.rules.untolerated, the
+    approximate codes' rule applied per wait policy in ``evaluate``); why the others are left
+    out goes into ``left_out`` ({scheme: {reason: [N, ...]}})."""
+    from ..job.rules import untolerated
+
+    names = [s for s in schemes if s != "uncoded" or N == base.data.batch]
+    names = [s for s in names if s != "lcc" or _lcc_fits(base, N)]
+    kept = []
+    for name in names:
+        why = untolerated(base, name, N, N, A)  # with every result: the scheme's own limit
+        if why is None:
+            kept.append(name)
+        else:
+            left_out.setdefault(name, {}).setdefault(why, []).append(N)
+    return kept
+
+
+def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_dir,
+             adversaries=None, left_out=None):
     """Every candidate's statistics (list of dicts), simulated on ``trials`` trials, drawn and
     decoded BLOCK trials at a time (every candidate of one N on the same block) so that memory
-    does not grow with ``trials``."""
+    does not grow with ``trials``. ``adversaries``: A liars in every trial instead of the
+    job's [adversaries]; schemes and wait policies that do not tolerate the liars are not
+    tried (``trusted_schemes``; why, in ``left_out``)."""
     from .statistics import SchemeStats
     from ..job.config import replace
+    from ..job.rules import untolerated
     from ..core.simulate import Block, scheme_block
     from ..core.trial import WaitPolicy
     from ..core.point import PointSetup
 
     deadlines = [float(np.percentile(trace.times, q)) for q in DEADLINE_QUANTILES]
-    found = []
+    found, left_out = [], {} if left_out is None else left_out
     for N in ns:
-        names = [s for s in schemes if s != "uncoded" or N == base.data.batch]
-        names = [s for s in names if s != "lcc" or _lcc_fits(base, N)]
+        A = plan_errors(base, adversaries, N)
+        names = trusted_schemes(base, N, schemes, A, left_out)
         if not names:
             continue
+        liars = {} if adversaries is None else {"adversaries.count": A, "adversaries.p": 0.0}
         config = replace(base, {"code.workers": N, "code.schemes": names,
                                 "stragglers.model": "trace", "stragglers.path": trace_path,
                                 "stragglers.resample": N > resample_above or
                                 base.stragglers.resample,
                                 "decode.wait": "fastest", "decode.stragglers": 0,
-                                "decode.deadline": None, "job.trials": trials})
+                                "decode.deadline": None, "job.trials": trials, **liars})
         setup = PointSetup.build(config, base_dir)
         runs = [(name, WaitPolicy(setup.codes[name], wait, S, deadline),
                  {"scheme": name, "N": N, "wait": wait, "S": S, "deadline": deadline,
@@ -95,7 +119,8 @@ def evaluate(base, trace_path, ns, schemes, trials, resample_above, trace, base_
                   "resample": config.stragglers.resample}, SchemeStats())
                 for name in names
                 for wait, S, deadline in policies(setup.codes[name], N, base.data.batch,
-                                                  deadlines)]
+                                                  deadlines)
+                if untolerated(base, name, N, N - S, A) is None]
         for start in range(0, trials, BLOCK):
             block = Block.draw(setup, 0, range(start, min(trials, start + BLOCK)))
             for name, rule, _, stats in runs:
@@ -265,18 +290,21 @@ def plot_plan(cands, front, best, target, outdir, name):
 
 
 def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials=None,
-              write=None, overwrite=False, json_out=False, plot=None, command=None):
+              write=None, overwrite=False, json_out=False, plot=None, command=None,
+              adversaries=None):
     """``python -m gcc_mpi plan``: simulate ``job`` (its first sweep point) on the measured
     delays of ``trace`` for every candidate scheme and N, print the Pareto front and the fastest
     configuration whose mse meets ``target_nmse`` dB (JSON: every candidate), and ``write`` it
-    as a job file; exit code 0, or 1 when no configuration meets the target."""
+    as a job file; exit code 0, or 1 when no configuration meets the target. ``adversaries``:
+    A liars per trial, simulated, only what tolerates them tried (job.rules.untolerated)."""
     from ..files.traces import read_trace
+    from ..job.adversaries import declared
 
     t0 = time.perf_counter()
     base = job.points[0].config
     trace_abs = Path(trace).expanduser().resolve()
     measured = read_trace(trace_abs, "--trace")
-    ns, schemes, trials = _request(base, measured, max_workers, schemes, trials)
+    ns, schemes, trials = _request(base, measured, max_workers, schemes, trials, adversaries)
     inputs = [*job_inputs(job), trace_abs]
     if write:
         refuse(write, "--write", overwrite=overwrite, example="best.toml", inputs=inputs)
@@ -286,18 +314,22 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
         require_matplotlib()
         refuse(plan_figure(plot, job.config.job.name), "--plot", overwrite=overwrite,
                inputs=inputs)
+    left_out = {}
     cands = evaluate(base, str(trace_abs), ns, schemes, trials, measured.workers, measured,
-                     job.base_dir)
+                     job.base_dir, adversaries, left_out)
     front = pareto(cands)
     best = recommend(cands, target_nmse)
+    liars = adversaries is not None or declared(base.adversaries)  # say what was done of them
     if json_out:
+        extra = {"adversaries": adversaries, "left_out": left_out} if liars else {}
         print(json.dumps({"target_nmse_db": target_nmse, "candidates": cands,
-                          "recommended": best}, indent=2, default=str))
+                          "recommended": best, **extra}, indent=2, default=str))
     else:
         print(f"# plan for {job.source or 'the default job'} on trace {trace} "
               f"({measured.times.shape[0]} rounds x {measured.workers} workers): {len(cands)} "
               f"configurations ({len(schemes)} schemes, N in {ns}), {trials} simulated trials "
-              f"each, {time.perf_counter() - t0:.1f} s")
+              f"each, {time.perf_counter() - t0:.1f} s"
+              + (f"\n{_adversaries_text(base, adversaries, left_out)}" if liars else ""))
         print(_table(cands, front, best, target_nmse))
         at_equal_cost = equal_cost_table(cands, base.data.batch, target_nmse)
         if at_equal_cost:
@@ -309,23 +341,63 @@ def main_plan(job, trace, target_nmse, *, max_workers=None, schemes=None, trials
         return _none_meets(cands, target_nmse)
     what = (f"{best['scheme']}, N = {best['N']}, {_label(best)}: {best['mse_db']:.2f} dB, "
             f"latency p50 {1e3 * best['latency_p50']:.3f} ms, p99 "
-            f"{tail_text(best, 'latency_p99')}"
-            " ms (simulated; [95% CI])")
-    print(f"recommended: {what}")
+            f"{tail_text(best, 'latency_p99')} ms (simulated; [95% CI])")
+    if not json_out:  # --json's output is one JSON document ("recommended" is in it)
+        print(f"recommended: {what}")
     if write:
-        header = (f"# Written by `{command or 'python -m gcc_mpi plan'}`:\n# the fastest of "
-                  f"{len(cands)} configurations whose mse meets {target_nmse:g} dB on that "
-                  f"trace:\n# {what}.\n# Run it with `mpiexec -n {best['N'] + 1} python -m "
-                  f"gcc_mpi run {write}`.\n\n")
-        where = Path(write).resolve().parent
-        write_job(write, best_job(job, base, best, trace_abs, where), header, overwrite)
-        log.info("wrote %s", write, extra=PLAIN)
+        facts = (f"the fastest of {len(cands)} configurations whose mse meets "
+                 f"{target_nmse:g} dB on that trace:\n# {what}")
+        _write_best(write, job, base, best, trace_abs, facts, command, overwrite, adversaries)
     return 0
 
 
-def _request(base, trace, max_workers, schemes, trials):
+def _write_best(write, job, base, best, trace_abs, facts, command, overwrite, adversaries):
+    """The recommended job written to ``write``; planned with --adversaries, it keeps them
+    (its figures are the plan's, and only declared adversaries set the decoders' A)."""
+    from ..job.config import replace
+
+    header = (f"# Written by `{command or 'python -m gcc_mpi plan'}`:\n# {facts}.\n# Run it "
+              f"with `mpiexec -n {best['N'] + 1} python -m gcc_mpi run {write}`.\n")
+    if adversaries is not None:
+        header += (f"# It injects the {adversaries} wrong results it was planned against "
+                   "([adversaries]), as the plan simulated. Against real\n# faults instead: "
+                   "drop that table and set code.<scheme>.robust = true, which decodes "
+                   "against\n# one wrong result (no key yet sets A without injecting "
+                   "liars).\n")
+        base = replace(base, {"adversaries.count": adversaries, "adversaries.p": 0.0,
+                              "code.workers": best["N"], "code.schemes": [best["scheme"]]})
+    where = Path(write).resolve().parent
+    write_job(write, best_job(job, base, best, trace_abs, where), header + "\n", overwrite)
+    log.info("wrote %s", write, extra=PLAIN)
+
+
+def plan_errors(base, adversaries, N):
+    """A at N workers: ``adversaries`` (plan --adversaries), or the job's own (adversaries.count,
+    or 2pN rounded up); 0 without any."""
+    from ..job.adversaries import errors
+
+    return adversaries if adversaries is not None else errors(base.adversaries, N)
+
+
+def _adversaries_text(base, adversaries, left_out):
+    """What the plan did about adversaries: A, their kind, what it left out and why."""
+    a = base.adversaries
+    A = adversaries if adversaries is not None else (a.count or f"2pN (p = {a.p:g})")
+    text = (f"# adversaries: A = {A} results wrong in every trial ({a.kind}, size {a.size:g}), "
+            "decoded robustly; only schemes that tolerate A are tried (approximate ones where "
+            "they wait for K+2A results or more)")
+    for scheme, reasons in left_out.items():
+        for why, ns in reasons.items():
+            text += f"\n#   not {scheme} at N = {', '.join(map(str, ns))}: {why}"
+    return text
+
+
+def _request(base, trace, max_workers, schemes, trials, adversaries=None):
     """(candidate Ns, schemes, trials) of a plan, checked: JobError naming the option."""
     from ..job.schema import check_schemes
+
+    if adversaries is not None and adversaries < 0:
+        raise JobError("--adversaries", f"must be an integer >= 0, got {adversaries}")
 
     K = base.data.batch
     most = max_workers or trace.workers
