@@ -6,7 +6,8 @@ Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--cou
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
 [dB] without liars, with them decoded plainly and robustly; the share of the liars' used
 results that were flagged ("caught") and of the honest ones ("false"); the mean decode time
-robust over plain.
+robust over plain. letcc's own robust modes follow its row ("letcc:spline", the adversarial
+spline of arXiv 2502.08058 as published; "letcc:spline-screen", results far from it dropped).
 
 Part 2, lcc's exact correction: a degree-2 polynomial, K = 4 (D = 6), A liars at N = D + 1 + 2A
 and N one less with A + 1 liars: the median nmse, failed trials, and the Berlekamp–Welch
@@ -26,6 +27,7 @@ from gcc_mpi.job.parse import load_job
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMES = ("replication", "bacc", "letcc", "gcc")
+MODES = {"letcc": ("spline", "spline-screen")}  # a scheme's robust modes beside ``true``
 
 
 def db(x):
@@ -50,7 +52,7 @@ def robust_flags(robust):
 def part1(trials, kinds, count):
     clean = simulate(trials, [])
     print(f"digits-mlp, K = 10, N = 40, 4 stragglers, {count} liars of 10x, {trials} trials")
-    print(f"{'kind':10} {'scheme':12} {'clean dB':>9} {'plain dB':>9} {'robust dB':>9} "
+    print(f"{'kind':10} {'scheme':19} {'clean dB':>9} {'plain dB':>9} {'robust dB':>9} "
           f"{'caught':>7} {'false':>7} {'failed':>6} {'t ratio':>7}")
     for kind in kinds:
         liars = [f"adversaries.count={count}", f'adversaries.kind="{kind}"']
@@ -58,14 +60,23 @@ def part1(trials, kinds, count):
         robust = simulate(trials, liars + robust_flags(True))
         for s in SCHEMES:
             r = robust[s]
-            lied = r["adversary"] & r["used"]
-            honest = r["used"] & ~r["adversary"]
-            caught = (r["flagged"] & lied).sum() / max(lied.sum(), 1)
-            false = (r["flagged"] & honest).sum() / max(honest.sum(), 1)
-            ratio = np.nanmean(r["t_decode"]) / np.nanmean(plain[s]["t_decode"])
-            print(f"{kind:10} {s:12} {db(clean[s]['nmse']):9.1f} {db(plain[s]['nmse']):9.1f} "
-                  f"{db(r['nmse']):9.1f} {100 * caught:6.1f}% {100 * false:6.2f}% "
-                  f"{int(r['failed'].sum()):6d} {ratio:7.1f}")
+            print(row(kind, s, clean[s], plain[s], r))
+            for mode in MODES.get(s, ()):
+                r = simulate(trials, liars + [f'code.schemes=["{s}"]',
+                                              f'code.{s}.robust="{mode}"'])[s]
+                print(row(kind, f"{s}:{mode}", clean[s], plain[s], r))
+
+
+def row(kind, name, clean, plain, r):
+    """One line of part 1: a robust decode ``r`` beside its scheme's ``clean`` and ``plain``."""
+    lied = r["adversary"] & r["used"]
+    honest = r["used"] & ~r["adversary"]
+    caught = (r["flagged"] & lied).sum() / max(lied.sum(), 1)
+    false = (r["flagged"] & honest).sum() / max(honest.sum(), 1)
+    ratio = np.nanmean(r["t_decode"]) / np.nanmean(plain["t_decode"])
+    return (f"{kind:10} {name:19} {db(clean['nmse']):9.1f} {db(plain['nmse']):9.1f} "
+            f"{db(r['nmse']):9.1f} {100 * caught:6.1f}% {100 * false:6.2f}% "
+            f"{int(r['failed'].sum()):6d} {ratio:7.1f}")
 
 
 def lcc_case(N, K, A, liars, trials):

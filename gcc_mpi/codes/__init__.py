@@ -81,10 +81,11 @@ def checked_options(cls, name, options) -> dict:
 
 def build(cls, N, K, robust=False, errors=0, **options):
     """A built-in code's class ``cls`` (or a subclass) built with its [code.<name>] keys: robust
-    decoding is the base class's (LinearCode.set_robust), not a keyword of the class, and "auto"
-    without a job's [adversaries] to go by is off."""
+    decoding is the base class's (LinearCode.set_robust), not a keyword of the class: True, or a
+    code's own mode (a word, e.g. letcc's "spline"); "auto" without a job's [adversaries] to go by
+    is off."""
     code = cls(N, K, **options)
-    code.set_robust(robust is True, errors)
+    code.set_robust(robust if robust is True or robust not in (False, "auto") else False, errors)
     return code
 
 

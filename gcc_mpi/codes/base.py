@@ -67,12 +67,14 @@ class LinearCode:
         # they hardly ever do, and a decoder holds O(N^2) numbers (1 GB for 30 at N = 4096)
         self.cache_size = int(np.clip(2**20 // N**2, 4, 256))
         self._cache = OrderedDict()
-        self.robust, self.errors = False, 0  # set_robust
+        self.robust, self.errors, self.robust_mode = False, 0, None  # set_robust
 
     def set_robust(self, robust, errors):
-        """Decode robustly (``robust``) against up to ``errors`` wrong results: ``trusted``
-        picks the results to decode from, the others are the trial's ``flagged`` workers."""
-        self.robust, self.errors = bool(robust), int(errors)
+        """Decode robustly (``robust``: True, or the name of a code's own robust mode, kept as
+        ``robust_mode``) against up to ``errors`` wrong results: ``trusted`` picks the results
+        to decode from, the others are the trial's ``flagged`` workers."""
+        self.robust_mode = robust if isinstance(robust, str) else None
+        self.robust, self.errors = robust is True or self.robust_mode is not None, int(errors)
 
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, X):
