@@ -14,6 +14,9 @@ one line per scheme gives the figure, its 95% interval and the verdict:
   bound says does not grow: it holds when that slope is at most 0 within its interval;
 - "A beats B" (``Beats``): at every point, the mean nmse of A over B's in dB and a 95% bootstrap
   interval of it over the paired trials; it holds when every interval lies below 0;
+- a rate against N with round(N^a) adversaries (``CountRate``): each N its own run (a sweep cannot
+  tie adversaries.count to code.workers), the least-squares log-log slope of the mean nmse over
+  N ± 1.96 standard errors; it holds when the interval reaches the bound (6/5)(a - 1);
 - ApproxIFER's setting (``Relacc``): each scheme's relative accuracy with a 95% bootstrap
   interval, at K = 8, 10, 12 with N = K + 1 and one straggler, beside the published figures.
 The jobs measure the schemes as published: gcc's and gcc-manifold's decoder along beta
@@ -257,6 +260,46 @@ class Threshold:
         return out
 
 
+@dataclass
+class CountRate:
+    """The error decays at least like N^((6/5)(a - 1)) with round(N^a) adversaries."""
+
+    name: str
+    job: str
+    a: float
+    workers: list  # the N of the full run
+    small: list    # the N at --small
+
+    @property
+    def bound(self):
+        return 1.2 * (self.a - 1)
+
+    def sets(self, N):
+        return [f"code.workers={N}", f"adversaries.count={round(N ** self.a)}"]
+
+    def lines(self, by_n):
+        out = []
+        for scheme in next(iter(by_n.values())).points[0].schemes:
+            pts = [(N, np.nanmean(r.points[0].schemes[scheme]["nmse"])) for N, r in by_n.items()]
+            pts = [(N, e) for N, e in pts if 10 * np.log10(e) > FLOOR_DB]
+            if len(pts) < 3:
+                out.append(Line(self.name, scheme, "too few points above the floor", False))
+                continue
+            N, nmse = np.array(pts, float).T
+            x, y = np.log10(N), np.log10(nmse)
+            slope, icept = np.polyfit(x, y, 1)
+            rss = float(np.sum((y - slope * x - icept) ** 2))
+            se = math.sqrt(rss / (len(x) - 2) / np.sum((x - x.mean()) ** 2))
+            lo, hi = slope - Z95 * se, slope + Z95 * se
+            counts = "/".join(str(round(n ** self.a)) for n in N.astype(int))
+            fig = (f"slope {slope:+.2f} ± {se:.2f} [{lo:+.2f}, {hi:+.2f}] against the bound's "
+                   f"{self.bound:+.2f} (N = {'/'.join(map(str, N.astype(int)))}, A = {counts}; "
+                   f"{'/'.join(f'{10 * np.log10(e):.1f}' for e in nmse)} dB)")
+            out.append(Line(self.name, scheme, fig, lo <= self.bound,
+                            {"slope": slope, "stderr": se, "db": list(10 * np.log10(nmse))}))
+        return out
+
+
 CLAIMS = [
     # the small sweeps keep three points above the round-off floor (gcc-manifold reaches it at
     # N = 80 for S = 2, gcc at S = 2 of N = 160)
@@ -270,6 +313,8 @@ CLAIMS = [
     Beats("letcc-bacc", "letcc-bacc", "letcc", "bacc", [0, 10]),
     Relacc("approxifer", "approxifer", {8: 0.872, 10: 0.872, 12: 0.868}),
     Threshold("lcc-correction", "lcc-correction", 6, (1, 2, 3)),
+    CountRate("adversarial-rate", "adversarial-rate", 0.5, [16, 36, 64, 144, 256, 576],
+              [16, 36, 64]),
 ]
 
 
@@ -289,9 +334,11 @@ def run(claim, tmp, small=False, trials=None, decoder="beta"):
         return claim.lines({A: run_simulation(load_job(CLAIMS_DIR / f"{claim.job}.toml",
                                                        [*claim.sets(A), *extra]))
                             for A in claim.errors})
-    if isinstance(claim, Relacc):
+    if isinstance(claim, (Relacc, CountRate)):  # one run per K, or per N
+        each = claim.published if isinstance(claim, Relacc) else \
+            claim.small if small else claim.workers
         by_k = {K: simulate(claim.job, [*sets, *claim.sets(K)], tmp, f"{claim.name}-{K}")
-                for K in claim.published}
+                for K in each}
         lines = claim.lines(by_k)
     else:
         if small:

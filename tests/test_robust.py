@@ -227,3 +227,43 @@ def test_a_node_shared_by_the_inputs_and_the_locator_is_one_term():
     fixed, L = locator_system(np.cos(np.arange(30) * np.pi / 29), alpha, 2)
     assert fixed.shape == (30, 5 + 2) and L.shape == (30, 3)
     assert np.linalg.matrix_rank(fixed) == 7  # with both columns: 8 columns of rank 7
+def test_letcc_spline_modes_are_the_adversarial_spline_and_its_screen(digits):
+    """letcc's own robust modes (codes/letcc.py): "spline" decodes every result with the
+    adversaries' lambda and flags nobody; "spline-screen" drops two planted 10x sign-flips
+    (the measured case where it beats the neighbours' screen, docs/science.md)."""
+    from gcc_mpi.codes.robust import adversarial_lambda
+
+    N, K, rng = 40, 10, np.random.default_rng(5)
+    plain = make_code("letcc", N, K)
+    spline, screen = make_code("letcc", N, K), make_code("letcc", N, K)
+    spline.set_robust("spline", 2)
+    screen.set_robust("spline-screen", 2)
+    for liars in ([3, 4], [0, 30]):
+        X = digits.dataset.sample(rng, K)
+        Y = digits.target(plain.encode(X)[0])
+        truth = digits.target(X)
+        honest = np.sum((plain.decode(np.arange(N), Y)[0] - truth) ** 2)
+        Y[liars] = -10 * Y[liars]
+        Y_hat, info = screen.decode(np.arange(N), Y)
+        assert np.flatnonzero(info["flagged"]).tolist() == liars
+        # the honest decode's error without two results: measured 1.00 (side by side) and 2.1
+        # (an end point lost) times the honest decode's
+        assert np.sum((Y_hat - truth) ** 2) < 4 * honest, np.sum((Y_hat - truth) ** 2) / honest
+        _, info = spline.decode(np.arange(N), Y)
+        assert not info["flagged"].any()
+        assert info["lambda_dec"] == adversarial_lambda(N, N, 2)
+
+
+def test_letcc_robust_takes_its_own_words_and_others_do_not():
+    base = '[code]\nworkers = 40\nschemes = ["letcc", "bacc"]\n[adversaries]\ncount = 2\n'
+    job = parse_job(base + '[code.letcc]\nrobust = "spline-screen"\n')
+    assert scheme_options(job.points[0].config, "letcc", None) == {
+        "robust": "spline-screen", "errors": 2, "lambda_enc": "auto", "lambda_dec": "auto"}
+    with pytest.raises(Exception, match=r'code\.bacc\.robust: must be "auto", "screen", '
+                       r'"locator" or true or false, got "spline"'):
+        parse_job(base + '[code.bacc]\nrobust = "spline"\n')
+    # the job's words are the classes' own (LinearCode.robust_methods), both ways
+    for scheme in ("bacc", "letcc"):
+        for word in make_code(scheme, 40, 10).robust_methods:
+            job = parse_job(base + f'[code.{scheme}]\nrobust = "{word}"\n')
+            assert scheme_options(job.points[0].config, scheme, None)["robust"] == word

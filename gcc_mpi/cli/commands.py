@@ -98,7 +98,7 @@ def cmd_run(args):
                         Path(args.output) if args.output else default_output(job, args.point),
                         overwrite=args.overwrite, resume=args.resume, wait=args.wait,
                         quiet=args.quiet, command=recorded_command(args, ranks),
-                        summary=results_table)
+                        summary=results_table, named=suspected)
     return session.run(spec)
 
 
@@ -125,6 +125,15 @@ def results_table(path):
     return format_table(rows) + (f"\n{note}" if note else "")
 
 
+def suspected(path):
+    """The "suspected: ..." lines of a complete results file (the workers a robust decoder kept
+    flagging), as ``analyze`` says them: the end lines of ``run`` and ``simulate``."""
+    from ..reports.suspects import suspect_lines
+    from ..files.reader import read_results
+
+    return suspect_lines(read_results(path))
+
+
 def cmd_simulate(args):
     from ..core.driver import JobRun
     from ..core.interrupts import InterruptFlag, Interrupted
@@ -141,7 +150,8 @@ def cmd_simulate(args):
     out = Path(args.output) if args.output else default_output(job, point)
     run = JobRun(job, points_of(args, job), out, interrupts=interrupts,
                  overwrite=args.overwrite, resume=getattr(args, "resume", False),
-                 command=recorded_command(args), quiet=args.quiet, summary=results_table)
+                 command=recorded_command(args), quiet=args.quiet, summary=results_table,
+                 named=suspected)
     try:
         with interrupts:
             run.simulate()

@@ -2,7 +2,14 @@
 
 Encoder and decoder are natural cubic smoothing splines: minimise sum |y_i - u(t_i)|^2 +
 lam * integral u''^2, lam as in scipy.interpolate.make_smoothing_spline.
+
+Robust decoding (``code.letcc.robust``) has two modes of its own beside the generic screen
+(``true``): ``"spline"``, the adversarial-setting decoder of arXiv 2502.08058 as published (every
+result fitted with lambda chosen for A adversaries, ``robust.adversarial_lambda``; it flags
+nothing), and ``"spline-screen"``, results far from that fit dropped and the rest decoded plainly
+(``robust.spline_screen``).
 """
+
 
 from .kernels import spline_semikernel
 from .smoothing_code import SmoothingCode
@@ -10,6 +17,33 @@ from .smoothing_code import SmoothingCode
 
 class LeTCC(SmoothingCode):
     null_dim = 2  # constants and lines are not penalised by integral u''^2
+    # beside the neighbours' screen (true): the adversarial-setting decoder of arXiv 2502.08058
+    # as published, and results far from it dropped (docs/science.md compares the three)
+    robust_methods = ("spline", "spline-screen")
 
     def __init__(self, N, K, lambda_enc="auto", lambda_dec="auto", alpha=None):
         super().__init__(N, K, spline_semikernel, lambda_enc, lambda_dec, alpha)
+
+    def adversarial_lambda(self, n):
+        from .robust import adversarial_lambda
+
+        return adversarial_lambda(n, self.N, self.errors)
+
+    def trusted(self, received, Y):
+        from .robust import finite_rows, spline_screen
+
+        if self.robust_method == "spline":
+            keep = finite_rows(Y)
+        elif self.robust_method == "spline-screen":
+            keep = spline_screen(lambda t: self.smoother(t, t, "dec"), self.beta[received], Y,
+                                 self.adversarial_lambda, self.errors)
+        else:
+            return super().trusted(received, Y)
+        return keep, {}
+
+    def choose(self, smoother, Y, side):
+        # the published decoder: its lambda is the adversaries', not the results' best fit
+        if side == "dec" and self.robust and self.robust_method == "spline":
+            return self.adversarial_lambda(len(Y))
+        return super().choose(smoother, Y, side)
+

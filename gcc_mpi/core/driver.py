@@ -193,13 +193,15 @@ class JobRun:
     docstring). ``interrupts``: the run's ``InterruptFlag`` (its time limit is set here);
     ``kept``: ``output`` is the user's (refused unless it may be written; False: a scratch file
     read back into memory); ``summary``: the text to print for the complete file (the command
-    line's table), unless ``quiet``."""
+    line's table), unless ``quiet``; ``named``: the lines naming the workers the complete file
+    accuses (the command line's "suspected: ..." lines), said quiet or not, as a dead rank is."""
 
     def __init__(self, job, points, output, *, interrupts, overwrite=False, resume=False,
-                 command="", quiet=False, summary=None, kept=True):
+                 command="", quiet=False, summary=None, named=None, kept=True):
         self.job, self.points, self.output = job, tuple(points), output
         self.interrupts, self.overwrite, self.resume = interrupts, overwrite, resume
         self.command, self.quiet, self.summary, self.kept = command, quiet, summary, kept
+        self.named = named
         self.prepared = self.writer = self.progress = None
         self.total = len(self.points) * job.config.job.trials
 
@@ -288,10 +290,10 @@ class JobRun:
 
     def completed(self, *lines):
         """The end of a complete run: the summary (unless quiet), ``lines`` (an engine's own),
-        "wrote OUTPUT"; the exit code 0."""
+        the workers ``named``, "wrote OUTPUT"; the exit code 0."""
         if not self.quiet and self.summary is not None:
             print(self.summary(self.output))
-        for line in lines:
+        for line in [*lines, *(self.named(self.output) if self.named is not None else ())]:
             log.info("%s", line)
         log.info("wrote %s", self.output, extra=PLAIN)
         return 0

@@ -36,6 +36,10 @@ LAMBDA = Setting(or_words(number(0.0), "auto", "gcv", "loo"), "auto")
 # robust decoding (codes/robust.py): "auto" is on exactly when the job declares [adversaries];
 # every built-in's, set by make_code (LinearCode.set_robust), not a keyword of its class
 ROBUST = Setting(or_words(BOOL, "auto"), "auto")
+# letcc's own modes beside the screen (codes.letcc.LeTCC.robust_methods): "spline", the
+# adversarial-setting decoder of arXiv 2502.08058 as published; "spline-screen", results far
+# from it dropped
+LETCC_ROBUST = Setting(or_words(BOOL, "auto", "spline", "spline-screen"), "auto")
 GCC_OPTIONS = {
     "robust": ROBUST,
     "kernel": Setting(choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52"),
@@ -57,7 +61,7 @@ BUILT_IN = {s.name: s for s in (
     Scheme("bacc", "berrut", "BACC", False, "C0",
            {"robust": Setting(or_words(BOOL, "auto", "screen", "locator"), "auto")}),
     Scheme("letcc", "letcc", "LeTCC", True, "C1",
-           {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA, "robust": ROBUST}),
+           {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA, "robust": LETCC_ROBUST}),
     Scheme("gcc", "gcc", "GCC", True, "C2", GCC_OPTIONS),
     Scheme("gcc-manifold", "gcc_manifold", "ManifoldGCC", True, "C3", {
         **GCC_OPTIONS,

@@ -34,6 +34,9 @@ def build(analysis, rate=None, made=None):
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
                  table(*analysis.cells()) + paragraph(ROW_NOTES + _too_few(analysis)))]
+    named = suspected(labels, results)
+    if named:
+        sections.append(("suspects", "Suspected workers", named))
     if len(results) > 1:
         inner = (table(*comparison.difference_cells(analysis.differences))
                  if analysis.differences else paragraph(comparison.none_match(labels)))
@@ -56,6 +59,21 @@ def build(analysis, rate=None, made=None):
     title = f"gcc_mpi report: {name}" if len(results) == 1 else \
         f"gcc_mpi report: {' vs '.join(labels)}"
     return page(title, sections, len(results))
+
+
+def suspected(labels, results):
+    """The "suspected: ..." lines of every file (reports.suspects, as analyze and the end of a
+    run say them) and the rule that names a worker; "" when no file names one."""
+    from .suspects import SUSPECT, suspect_lines
+
+    lines = [(f"{label}: " if label else "") + line
+             for label, r in zip(labels, results) for line in suspect_lines(r)]
+    if not lines:
+        return ""
+    rule = (f"A worker is suspected when the robust decoders (code.<scheme>.robust) flagged its "
+            f"result in more than {100 * SUSPECT:.0f}% of the decodes that used it; the file "
+            "keeps each trial's flags (the dataset flagged).")
+    return "\n".join(paragraph(line) for line in lines) + paragraph(rule)
 
 
 def _too_few(analysis):

@@ -24,7 +24,8 @@ class RunWork:
         self.spec, self.comm, self.MPI = spec, comm, MPI
         self.run = JobRun(spec.job, spec.points, spec.output, interrupts=interrupts,
                           overwrite=spec.overwrite, resume=spec.resume, command=spec.command,
-                          quiet=spec.quiet, summary=spec.summary)
+                          quiet=spec.quiet, summary=spec.summary,
+                          named=spec.named)
         self.events = self.run  # where the Master records a lost or hung worker
 
     def prepare(self):

@@ -55,6 +55,8 @@ class Spec:
     probe_rounds: int = 0       # > 0: a probe of that many rounds instead of a run
     # rank 0, once the output is complete: the text to print for it (the command line's table)
     summary: object = field(default=None, compare=False)
+    # rank 0, once the output is complete: the lines naming the workers it accuses (suspects)
+    named: object = field(default=None, compare=False)
 
 
 class Work(Protocol):
