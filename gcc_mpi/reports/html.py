@@ -34,6 +34,10 @@ def build(analysis, rate=None, made=None):
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
                  table(*analysis.cells()) + paragraph(ROW_NOTES + _too_few(analysis)))]
+    entries = analysis.equal_cost()
+    if entries:
+        sections.append(("equal-cost", "Coding against replication at equal cost",
+                         _equal_cost(entries)))
     if len(results) > 1:
         inner = (table(*comparison.difference_cells(analysis.differences))
                  if analysis.differences else paragraph(comparison.none_match(labels)))
@@ -65,6 +69,16 @@ def _too_few(analysis):
     head, body, _ = analysis.cells()
     note = too_few_note([b[head.index(P99)] for b in body]) if P99 in head else ""
     return f" {note}." if note else ""
+
+
+def _equal_cost(entries):
+    """The equal-cost table: the cells the text table lays out (``equal_cost.cells``), a
+    ratio whose intervals are apart set off as a marked difference (its " *")."""
+    from .equal_cost import LEGEND, cells
+
+    head, body, left, note = cells(entries)
+    return table(head, body, left) + paragraph(LEGEND[0].upper() + LEGEND[1:] + "."
+                                               + (f" {note}." if note else ""))
 
 
 def _rates(rows, key):
