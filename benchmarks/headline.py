@@ -10,14 +10,40 @@ K of them) on paired trials. The intervals are distribution-free, from order sta
 upper end needs about 370 trials ("-" below that). "best coded" is the approximate scheme of
 the lowest p99; the verdict says whether its interval and the other's are apart ("shorter",
 "longer") or overlap ("not resolved").
+
+The same headline under a trace replay, the cluster's own stragglers instead of a model
+(docs/probe.md): probe the ranks with the heavy f, then run the heavy job replaying that probe.
+``--replay`` runs the two commands it prints, then the table of the replay's file:
+
+    python benchmarks/headline.py --replay [--trials 400] [--rounds 300] [--keep DIR]
+
+    mpiexec -n 9 python -m gcc_mpi probe jobs/digits-heavy.toml -o DIR/heavy-probe.h5 --rounds 300
+    mpiexec -n 9 python -m gcc_mpi run jobs/digits-heavy.toml -o DIR/heavy-trace.h5 \
+        --set job.trials=400 --set stragglers.model=trace --set stragglers.path=DIR/heavy-probe.h5
+
+(``stragglers.path`` is relative to the job file, so DIR is absolute.) Each file's header names
+its straggler model, so ``headline.py heavy.h5 DIR/heavy-trace.h5`` prints both side by side.
 """
 
 import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
+from launch import mpiexec
 
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.reports.statistics import quantile_ci95
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+JOB = Path(__file__).resolve().parents[1] / "jobs" / "digits-heavy.toml"
+RANKS = 9  # the heavy job's N = 8 workers and rank 0: the probe measures the ranks it replays
 
 EXACT = ("uncoded", "replication", "lcc")
 
@@ -71,13 +97,57 @@ def compare(rows):
                   f"{verdict(rows[best][0], rows[other][0])})")
 
 
+def stragglers(config_toml):
+    """The straggler model a file ran with, as its header names it."""
+    try:
+        s = tomllib.loads(config_toml or "").get("stragglers", {})
+    except tomllib.TOMLDecodeError:
+        return "?"
+    if s.get("model") == "trace":
+        return f"trace replay of {s.get('path')}"
+    return f"model {s.get('model', '?')}"
+
+
+def replay_commands(folder, trials, rounds, job=JOB):
+    """(probe, run, results file): the gcc_mpi arguments that probe the ranks with the job's f
+    into ``folder`` and run the job replaying that probe."""
+    folder = Path(folder).resolve()  # stragglers.path is read relative to the job file
+    probe, out = folder / "heavy-probe.h5", folder / "heavy-trace.h5"
+    return (["probe", str(job), "-o", str(probe), "--rounds", str(rounds)],
+            ["run", str(job), "-o", str(out), "--set", f"job.trials={trials}",
+             "--set", "stragglers.model=trace", "--set", f"stragglers.path={probe}"], out)
+
+
+def replay(trials, rounds, keep=None):
+    """Probe, then the replay's run, each printed before it runs; the results file."""
+    folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="gcc_mpi_headline_"))
+    *steps, out = replay_commands(folder, trials, rounds)
+    for argv in steps:
+        cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "gcc_mpi", *argv]
+        print("$ " + " ".join(cmd), flush=True)
+        if subprocess.run(cmd).returncode:
+            raise SystemExit(f"failed: {' '.join(cmd)}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("files", nargs="+")
-    for path in ap.parse_args().files:
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--replay", action="store_true",
+                    help="probe the ranks with the heavy f, run the heavy job on that trace")
+    ap.add_argument("--trials", type=int, default=400, help="of the replay (default 400)")
+    ap.add_argument("--rounds", type=int, default=300, help="of the probe (default 300)")
+    ap.add_argument("--keep", help="folder for the probe and the replay's file (default: a "
+                                   "new temporary one)")
+    args = ap.parse_args()
+    files = args.files + ([str(replay(args.trials, args.rounds, args.keep))]
+                          if args.replay else [])
+    if not files:
+        ap.error("name a results file, or --replay")
+    for path in files:
         r = read_results(path)
         print(f"# {path}: {r.attrs.get('mpi', '?').splitlines()[0][:60]}; "
-              f"{r.attrs.get('command', '?')}")
+              f"{r.attrs.get('command', '?')}; stragglers: {stragglers(r.config_toml)}")
         for point in r.points:
             print(f"point {point.index} {point.params if hasattr(point, 'params') else ''}")
             compare(point_table(point))

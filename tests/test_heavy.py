@@ -67,6 +67,29 @@ def test_the_heavy_job_simulates(tmp_path, monkeypatch, capsys):
     assert "p99" in text and "x replication's (not resolved" in text and "x uncoded's (" in text
 
 
+def test_the_headlines_replay_runs_the_heavy_job_on_its_probe(tmp_path, monkeypatch, capsys):
+    """headline.py --replay probes the 9 ranks with the heavy f and runs the heavy job on that
+    trace: its run's settings make a valid job with a probe where the probe writes it (the
+    MPI runs themselves are the benchmark's, not a test's), and a file's header names it."""
+    from gcc_mpi.files.traces import write_probe
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import headline
+
+    probe, run, out = headline.replay_commands(tmp_path, 400, 300)
+    assert probe[:2] == ["probe", str(JOB)] and run[:2] == ["run", str(JOB)]
+    trace = Path(probe[probe.index("-o") + 1])
+    assert trace.is_absolute() and out.parent == trace.parent == tmp_path.resolve()
+    times = 0.02 + np.random.default_rng(0).exponential(0.01, (20, 8))
+    write_probe(trace, times, times / 2, ["a"] * 8, range(1, 9), complete=True, config="",
+                command="test", mpi="test", master_host="a")
+    capsys.readouterr()
+    assert main(["validate", str(JOB), *run[run.index("--set"):]]) == 0
+    resolved = capsys.readouterr().out
+    assert headline.stragglers(resolved) == f"trace replay of {trace}"
+    assert headline.stragglers(JOB.read_text()) == "model shifted-exponential-slow"
+
+
 @needs_mpiexec
 def test_the_heavy_job_runs_over_mpi(tmp_path):
     code, _, err = launch(["run", str(JOB), "-o", "heavy.h5", *FEW], tmp_path, 9)

@@ -14,7 +14,7 @@ from gcc_mpi.files.traces import write_probe
 from gcc_mpi.files.writer import ResultWriter
 from gcc_mpi.reports.comparison import apart
 from gcc_mpi.reports.plan import format_plan
-from gcc_mpi.reports.statistics import fewest_trials_for_upper, quantile_ci95
+from gcc_mpi.reports.statistics import fewest_trials_for_upper, quantile_ci95, summarize
 from gcc_mpi.reports.tables import TOO_FEW, with_interval
 
 
@@ -175,7 +175,6 @@ def write_schemes(path, latencies, n):
 
 def test_equal_cost_groups_a_point_and_marks_ratios_the_intervals_support(tmp_path, capsys):
     from gcc_mpi.reports.equal_cost import equal_cost
-    from gcc_mpi.reports.statistics import summarize
 
     rng = np.random.default_rng(3)
     n = 1000
@@ -209,7 +208,6 @@ def test_equal_cost_with_few_trials_leaves_the_ratio_open(tmp_path, capsys):
     path = write_schemes(tmp_path / "f.h5", {"replication": 0.01 + rng.exponential(0.002, 20),
                                              "bacc": 0.02 + rng.exponential(0.002, 20)}, 20)
     from gcc_mpi.reports.equal_cost import equal_cost
-    from gcc_mpi.reports.statistics import summarize
 
     bacc = next(e for e in equal_cost(summarize(path), EQUAL) if e["scheme"] == "bacc")
     assert bacc["p99_over_replication_apart"] is None and "p99_over_uncoded" not in bacc
@@ -217,6 +215,41 @@ def test_equal_cost_with_few_trials_leaves_the_ratio_open(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(t for t in out[out.index("# at equal cost"):].splitlines() if " bacc " in t)
     assert f"{bacc['p99_over_replication']:.3g} {TOO_FEW}" in line
+
+
+def test_equal_cost_in_json_and_html_are_the_tables_entries(tmp_path, capsys):
+    """``analyze --json`` gives each row of an equal-cost point what its entry adds (N, K,
+    the cost, the ratios; null elsewhere), and the HTML report lays out the text table's
+    cells: all three read ``equal_cost``'s entries."""
+    from gcc_mpi.reports.analyze import Analysis
+    from gcc_mpi.reports.equal_cost import equal_cost
+    from gcc_mpi.reports.html import build
+
+    rng = np.random.default_rng(5)
+    n = 400
+    path = write_schemes(tmp_path / "j.h5", {
+        "uncoded": 0.01 + rng.exponential(0.01, n),
+        "replication": 0.01 + rng.exponential(0.002, n),
+        "bacc": 0.01 + rng.exponential(0.002, n)}, n)
+    capsys.readouterr()
+    assert main(["analyze", path, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["equal_cost"] for r in rows if r["point"] == {"stragglers.count": 0}] == [None]
+    entries = {e["scheme"]: e for e in equal_cost(summarize(path), EQUAL)}
+    for r in rows[1:]:
+        e = entries[r["scheme"]]
+        assert r["equal_cost"] == {k: e[k] for k in r["equal_cost"]}  # the entry's own values
+        assert {"N", "K", "workers_per_input", "cpu_s_per_batch", "p99_over_replication",
+                "p99_over_uncoded_apart"} <= set(r["equal_cost"])
+        assert "latency_p99" not in r["equal_cost"]  # the row holds it: one place in the JSON
+    assert rows[-1]["equal_cost"]["p99_over_uncoded_apart"] is True
+    page = build(Analysis(path), made=("t", []))
+    section = page[page.index('<section id="equal-cost">'):]
+    section = section[:section.index("</section>")]
+    assert "p99 ÷ replication" in section and "CPU-s/batch" in section
+    bacc_ratio = f"{entries['bacc']['p99_over_uncoded']:.3g} *"
+    assert f'<td class="num differs">{bacc_ratio}</td>' in section  # set off as apart
+    assert section.count("<tr>") == 4  # the head and the three schemes of point 1
 
 
 def test_plans_equal_cost_table_takes_each_schemes_fastest_tail_that_meets_the_target():

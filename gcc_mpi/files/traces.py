@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import JobError
+from ..job.paths import located
 from ..job.stragglers import Trace
 from .format import LIBVER
 
@@ -180,8 +181,7 @@ def load_trace(config, base_dir="."):
     """The Trace of a job point with stragglers.model = "trace" (path relative to the job
     file's folder, like data.path), checked against its N: JobError naming stragglers.path."""
     s = config.stragglers
-    path = Path(s.path).expanduser()
-    path = path if path.is_absolute() else Path(base_dir) / path
+    path = located(s.path, base_dir)
     trace = read_trace(path)
     N = config.code.workers
     if trace.workers < N and not s.resample:

@@ -25,6 +25,7 @@ from .access import to_dict, unknown
 from .checks import checked, did_you_mean, quote, show
 from .consistency import consistent
 from .keys import dotted, key_parts
+from .paths import located
 from .schema import (
     DEFAULTS, KEYS, NOT_SWEPT, TABLES, CodeSection, DataSection, DecodeSection, JobSection,
     TargetSection, plugin_option, plugins,
@@ -93,9 +94,9 @@ class Job:
         return resolve(flat, sweep, explicit, self.source, self.base_dir)
 
     def resolve_path(self, p) -> Path:
-        """A path from the job file, relative to the job file's folder."""
-        p = Path(p).expanduser()
-        return p if p.is_absolute() else self.base_dir / p
+        """A path from the job file: relative to the job file's folder, or a shipped file
+        (gcc_mpi.job.paths)."""
+        return located(p, self.base_dir)
 
 
 def select_points(job: Job, index: int | None = None) -> list:

@@ -23,11 +23,11 @@ No MPI and no randomness at import time; h5py is imported only for HDF5 files.
 
 import zipfile
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import JobError
+from .paths import located
 
 SOURCES = ("digits", "sphere", "swissroll", "torus", "gaussian", "file")
 MANIFOLDS = ("sphere", "swissroll", "torus")
@@ -185,7 +185,7 @@ def load_dataset(source, *, dim=50, path=None, key=None, labels_key=None, noise=
 def _load_file(path, key, labels_key, base_dir):
     if path is None:
         raise JobError("data.path", 'required when data.source = "file" (.npy, .npz, .h5 or .hdf5)')
-    file = Path(base_dir, Path(path).expanduser())
+    file = located(path, base_dir)
     if not file.is_file():
         raise JobError("data.path", f"file not found: {file}")
     suffix = file.suffix.lower()

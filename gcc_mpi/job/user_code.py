@@ -16,9 +16,9 @@ import importlib.util
 import itertools
 import os
 import sys
-from pathlib import Path
 
 from ..errors import JobError
+from .paths import located
 
 _counter = itertools.count()
 
@@ -40,7 +40,7 @@ def file_named(spec, base_dir):
     ``"module:name"`` spec (or one without a colon)."""
     where = spec.rpartition(":")[0] if isinstance(spec, str) else ""
     if where.endswith(".py") or "/" in where or "\\" in where:
-        return Path(base_dir, Path(where).expanduser())
+        return located(where, base_dir)
     return None
 
 

@@ -8,8 +8,9 @@ One row per (sweep point, scheme) — the ``analyze --json`` contract of docs/ou
 overhead_p50`` plus ``mse_db_ci95``, ``relacc_ci95``, ``latency_mean``, ``latency_mean_ci95``,
 ``latency_p99_lo``, ``latency_p99_hi`` (95 % confidence intervals) and
 ``lengthscale_enc_median``, ``lengthscale_dec_median`` (the median chosen kernel lengthscales of
-gcc and gcc-manifold). Means and percentiles are over non-failed trials only; values that are
-undefined (no successful trial, not a classifier, ...) are ``None``.
+gcc and gcc-manifold); ``--json`` adds ``equal_cost`` (``Analysis.json_rows``). Means and
+percentiles are over non-failed trials only; values that are undefined (no successful trial,
+not a classifier, ...) are ``None``.
 
 ``mse_db_ci95`` is the half-width of a 95 % confidence interval for ``mse_db`` by the delta
 method: with m the mean nmse and s its standard error (sample std / sqrt(n)),
@@ -213,9 +214,9 @@ class Analysis:
         note = table_note(self.rows)
         out = [self.header(), format_table(self.rows)] + ([note] if note else [])
         if not self.several:  # one file: coding against the baselines in each point
-            from .equal_cost import equal_cost, format_equal_cost
+            from .equal_cost import format_equal_cost
 
-            text = format_equal_cost(equal_cost(self.rows, self.results[0].config_toml))
+            text = format_equal_cost(self.equal_cost())
             out += ["", text] if text else []
         if len(self.results) > 1:
             out += ["", comparison.format_differences(self.differences, self.labels), "",
@@ -224,18 +225,34 @@ class Analysis:
                         self.labels)]
         return "\n".join(out)
 
+    def equal_cost(self):
+        """The equal-cost entries of one file (gcc_mpi.reports.equal_cost), [] for several: the
+        rows of the table that the text and the HTML report show."""
+        from .equal_cost import equal_cost
+
+        return [] if self.several else equal_cost(self.rows, self.results[0].config_toml)
+
+    def json_rows(self):
+        """The rows, each with ``equal_cost``: what its point's equal-cost entry adds to it
+        (N, K, the cost, the p99 ratios; ``equal_cost.by_row``), null outside such a point."""
+        from .equal_cost import by_row
+
+        added = [e for rows, r in zip(self.per_file, self.results)
+                 for e in by_row(rows, r.config_toml)]  # in the order label_rows keeps
+        return [{**r, "equal_cost": e} for r, e in zip(self.rows, added)]
+
     def json(self):
         """The JSON rows of one file (the contract), or for several
         ``{"files": [...], "rows": [...], "differences": [...]}``."""
         if not self.several:
-            return to_json(self.rows)
+            return to_json(self.json_rows())
         from ..files.reader import provenance
 
         files = [{"file": label, "path": r.path, "complete": r.complete,
                   **{k: r.attrs.get(k) for k in ("version", "mpi", "created", "command")},
                   "provenance": provenance(r.attrs)}
                  for label, r in zip(self.labels, self.results)]
-        return _json.dumps(_clean({"files": files, "rows": self.rows,
+        return _json.dumps(_clean({"files": files, "rows": self.json_rows(),
                                    "differences": self.differences}), indent=2, allow_nan=False)
 
     def figures(self):

@@ -8,6 +8,9 @@ intervals are apart (``comparison.apart``: the ratio is on one side of 1 beyond 
 The cost is stated twice: N/K, the workers per input (replication's factor), and CPU-seconds
 per batch, the cores a batch holds for its wall time, (N + 1) × the mean latency (rank 0 and N
 workers reserved, whether a worker computes, sleeps or idles: what an allocation is billed).
+
+One home for the table: ``equal_cost`` computes its entries, ``cells`` its text cells; the
+text table, the HTML report and ``analyze --json``'s ``equal_cost`` key (``by_row``) read them.
 """
 
 import json
@@ -47,26 +50,43 @@ def equal_cost(rows, config_toml):
     return [e for key, group in groups.items() for e in compared(group, *found[key])]
 
 
+# the row's statistics an entry repeats so that the table is read from the entries alone
+STATS = ("trials", "mse_db", "mse_db_ci95", "relacc", "latency_p50", "latency_p99",
+         "latency_p99_lo", "latency_p99_hi")
+
+
 def compared(group, N, K):
     """The entries of ``group`` (rows of one equal-cost group: N workers, K inputs), each
     against the group's baselines; [] without a baseline and another scheme."""
-    out = []
     base = {r["scheme"]: r for r in group if r["scheme"] in BASELINES}
-    if base and len(base) < len(group):
-        for r in group:
-            e = {"point": r["point"], "N": N, "K": K, "scheme": r["scheme"],
-                 "workers_per_input": N / K,
-                 "cpu_s_per_batch": None if r["latency_mean"] is None
-                 else (N + 1) * r["latency_mean"],
-                 **{k: r.get(k) for k in ("trials", "mse_db", "mse_db_ci95", "relacc",
-                                          "latency_p50", "latency_p99", "latency_p99_lo",
-                                          "latency_p99_hi")}}
-            for b, rb in base.items():
-                ok = r["latency_p99"] is not None and rb["latency_p99"]
-                e[f"p99_over_{b}"] = r["latency_p99"] / rb["latency_p99"] if ok else None
-                e[f"p99_over_{b}_apart"] = None if rb is r else apart(r, rb, "latency_p99")
-            out.append(e)
+    if not base or len(base) == len(group):
+        return []
+    return [{"point": r["point"], "scheme": r["scheme"], **cost(r, base, N, K),
+             **{k: r.get(k) for k in STATS}} for r in group]
+
+
+def cost(r, base, N, K):
+    """What the table adds to row ``r`` of a group of N workers for K inputs whose baselines
+    are ``base`` ({scheme: row}): ``N, K, workers_per_input, cpu_s_per_batch`` and, per
+    baseline b, ``p99_over_<b>`` and ``p99_over_<b>_apart``."""
+    out = {"N": N, "K": K, "workers_per_input": N / K,
+           "cpu_s_per_batch": None if r["latency_mean"] is None
+           else (N + 1) * r["latency_mean"]}
+    for b, rb in base.items():
+        ok = r["latency_p99"] is not None and rb["latency_p99"]
+        out[f"p99_over_{b}"] = r["latency_p99"] / rb["latency_p99"] if ok else None
+        out[f"p99_over_{b}_apart"] = None if rb is r else apart(r, rb, "latency_p99")
     return out
+
+
+def by_row(rows, config_toml):
+    """``analyze --json``'s ``equal_cost`` of each of ``rows`` (one file's, in order): what its
+    entry adds to the row (``cost``), or None where its point is no equal-cost group. The
+    entries are ``equal_cost``'s, the ones the text table and the HTML report show."""
+    found = {(_key(e["point"]), e["scheme"]): e for e in equal_cost(rows, config_toml)}
+    shown = ("point", "scheme", *STATS)  # already in the row
+    return [None if e is None else {k: v for k, v in e.items() if k not in shown}
+            for e in (found.get((_key(r["point"]), r["scheme"])) for r in rows)]
 
 
 def _ratio(e, b):
@@ -81,11 +101,16 @@ def _ratio(e, b):
     return f"{value:.3g}{mark}"
 
 
-def format_equal_cost(entries):
-    """The equal-cost table as text ("" without a point that has a baseline and another
-    scheme)."""
-    if not entries:
-        return ""
+LEGEND = ("at equal cost (each point: every scheme on the same N workers for K inputs); "
+          "p99 ÷ a baseline: * = the two p99 intervals are apart, ? = too few trials to tell; "
+          "CPU-s/batch = (N + 1) ranks × mean latency")
+
+
+def cells(entries):
+    """(head, body, left, note) of the equal-cost table of ``entries``: column titles, one
+    list of text cells per entry, how many leading columns are names, and the line that
+    explains an open p99 interval ("" if none is shown); the text table and the HTML report
+    both lay these out."""
     keys = list(dict.fromkeys(k for e in entries for k in e["point"]))
     baselines = [b for b in BASELINES if any(f"p99_over_{b}" in e for e in entries)]
     head = [*keys, "N/K", "scheme", "nmse [dB]", "relacc", "p50 [ms]", P99,
@@ -99,9 +124,14 @@ def format_equal_cost(entries):
                      "-" if e["latency_p50"] is None else f"{1e3 * e['latency_p50']:.3f}",
                      tail_text(e, "latency_p99"), *(_ratio(e, b) for b in baselines),
                      "-" if e["cpu_s_per_batch"] is None else f"{e['cpu_s_per_batch']:.3g}"])
-    lines = ["# at equal cost (each point: every scheme on the same N workers for K inputs); "
-             "p99 ÷ a baseline: * = the two p99 intervals are apart, ? = too few trials to "
-             "tell; CPU-s/batch = (N + 1) ranks × mean latency",
-             aligned(head, body, left=set(range(len(keys) + 2)))]
     note = too_few_note([b[head.index(P99)] for b in body])
-    return "\n".join(lines + ([note] if note else []))
+    return head, body, len(keys) + 2, note
+
+
+def format_equal_cost(entries):
+    """The equal-cost table as text ("" without a point that has a baseline and another
+    scheme)."""
+    if not entries:
+        return ""
+    head, body, left, note = cells(entries)
+    return "\n".join([f"# {LEGEND}", aligned(head, body, left)] + ([note] if note else []))

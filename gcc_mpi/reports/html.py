@@ -27,9 +27,9 @@ ROW_NOTES = ("nmse [dB]: 10·log10 of the mean NMSE over the trials that did not
 
 def build(analysis, rate=None, made=None):
     """The page of ``analysis`` (an analyze.Analysis): the files and their provenance, the
-    summary table, the differences (several files), the rates against ``rate`` (or against
-    code.workers when it is swept), every figure (``made``: ``analysis.figures()``, drawn here
-    if None) and each resolved job."""
+    summary table, the equal-cost table (one file), the differences (several files), the rates
+    against ``rate`` (or against code.workers when it is swept), every figure (``made``:
+    ``analysis.figures()``, drawn here if None) and each resolved job."""
     labels, results = analysis.labels, analysis.results
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
@@ -37,6 +37,10 @@ def build(analysis, rate=None, made=None):
     named = suspected(labels, results)
     if named:
         sections.append(("suspects", "Suspected workers", named))
+    entries = analysis.equal_cost()
+    if entries:
+        sections.append(("equal-cost", "Coding against replication at equal cost",
+                         _equal_cost(entries)))
     if len(results) > 1:
         inner = (table(*comparison.difference_cells(analysis.differences))
                  if analysis.differences else paragraph(comparison.none_match(labels)))
@@ -83,6 +87,16 @@ def _too_few(analysis):
     head, body, _ = analysis.cells()
     note = too_few_note([b[head.index(P99)] for b in body]) if P99 in head else ""
     return f" {note}." if note else ""
+
+
+def _equal_cost(entries):
+    """The equal-cost table: the cells the text table lays out (``equal_cost.cells``), a
+    ratio whose intervals are apart set off as a marked difference (its " *")."""
+    from .equal_cost import LEGEND, cells
+
+    head, body, left, note = cells(entries)
+    return table(head, body, left) + paragraph(LEGEND[0].upper() + LEGEND[1:] + "."
+                                               + (f" {note}." if note else ""))
 
 
 def _rates(rows, key):

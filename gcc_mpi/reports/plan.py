@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import JobError
 from ..files.outputs import job_inputs, refuse
+from ..job.paths import is_shipped
 from ..logs import PLAIN
 from .tables import P99, aligned, tail_text, too_few_note
 
@@ -224,7 +225,7 @@ def best_job(job, base, best, trace_abs, where):
     from ..job.config import Job, Point, replace
 
     def moved(p):
-        if p is None or Path(p).expanduser().is_absolute():
+        if p is None or is_shipped(p) or Path(p).expanduser().is_absolute():
             return p
         return os.path.relpath(job.base_dir / p, where)
 

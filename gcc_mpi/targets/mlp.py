@@ -9,11 +9,11 @@ class, so the target is a classifier.
 
 import zipfile
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import JobError
+from ..job.paths import located
 from .base import Target
 
 KEY = "target.model"
@@ -77,7 +77,7 @@ class MLPTarget(Target):
         if model is None:
             with resources.files("gcc_mpi").joinpath(SHIPPED).open("rb") as fh:
                 return cls._from_npz(fh, f"shipped {SHIPPED}")
-        path = Path(base_dir, Path(model).expanduser())
+        path = located(model, base_dir)
         if not path.is_file():
             raise JobError(KEY, f"file not found: {path}")
         return cls._from_npz(path, str(path))

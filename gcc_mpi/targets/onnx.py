@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import JobError
+from ..job.paths import located
 from .base import Target
 
 KEY = "target.path"
@@ -53,7 +54,7 @@ def session(path=None, base_dir="."):
     if path is None:
         cache_key, where = SHIPPED, f"shipped {SHIPPED}"
     else:
-        file = Path(base_dir, Path(path).expanduser())
+        file = located(path, base_dir)
         if not file.is_file():
             raise JobError(KEY, f"file not found: {file}")
         stat = file.stat()
