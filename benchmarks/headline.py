@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from launch import mpiexec
+from launch import mpiexec, oversubscribe
 
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.reports.statistics import quantile_ci95
@@ -123,7 +123,8 @@ def replay(trials, rounds, keep=None):
     folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="gcc_mpi_headline_"))
     *steps, out = replay_commands(folder, trials, rounds)
     for argv in steps:
-        cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "gcc_mpi", *argv]
+        cmd = [mpiexec(), *oversubscribe(), "-n", str(RANKS), sys.executable, "-m", "gcc_mpi",
+               *argv]
         print("$ " + " ".join(cmd), flush=True)
         if subprocess.run(cmd).returncode:
             raise SystemExit(f"failed: {' '.join(cmd)}")

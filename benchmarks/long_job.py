@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from launch import mpiexec
+from launch import mpiexec, oversubscribe
 
 HERE = Path(__file__).resolve().parent
 JOB = HERE.parent / "jobs" / "digits-mlp.toml"
@@ -314,11 +314,9 @@ def main():
             readers(out, folder)
         elif case == "mpi":
             out = folder / "mpi15.h5"
-            cmd = [mpiexec(), "-n", "16", *gcc_mpi("run", str(JOB), *job_sets(15, n(10**6)),
-                                                   "-o", str(out), "--overwrite")]
-            if "OMPI" in subprocess.run([mpiexec(), "--version"], capture_output=True,
-                                        text=True).stdout.upper():
-                cmd[1:1] = ["--oversubscribe"]
+            cmd = [mpiexec(), *oversubscribe(), "-n", "16",
+                   *gcc_mpi("run", str(JOB), *job_sets(15, n(10**6)), "-o", str(out),
+                            "--overwrite")]
             rss = str(folder / "mpi15.rss")
             # every rank under the --rss wrapper: mpiexec -n 16 python long_job.py --rss F -- ...
             cmd = cmd[:cmd.index(sys.executable)] + [sys.executable, __file__, "--rss", rss,

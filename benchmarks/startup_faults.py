@@ -23,6 +23,8 @@ import time
 import uuid
 from pathlib import Path
 
+from launch import is_openmpi, mpiexec, oversubscribe
+
 RANK_VARS = (b"PMI_RANK", b"OMPI_COMM_WORLD_RANK")
 MARK = "GCC_MPI_BENCH_LAUNCH"
 
@@ -45,14 +47,12 @@ def marked(mark):
 
 
 def one(args, signum, at, options, folder):
-    mpiexec = str(Path(sys.executable).with_name("mpiexec"))
-    ompi = b"Open MPI" in subprocess.run([mpiexec, "--version"], capture_output=True).stdout
-    extra = (["--oversubscribe"] + (["--with-ft", "ulfm"] if options else [])) if ompi else \
-        (["-disable-auto-cleanup"] if options else [])
+    keep_going = (["--with-ft", "ulfm"] if is_openmpi() else ["-disable-auto-cleanup"])
+    extra = [*oversubscribe(), *(keep_going if options else [])]
     mark = uuid.uuid4().hex
     env = {**os.environ, MARK: mark, "OPENBLAS_NUM_THREADS": "1",
            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    cmd = [mpiexec, *extra, "-n", str(args.ranks), sys.executable, "-m", "gcc_mpi", "-o",
+    cmd = [mpiexec(), *extra, "-n", str(args.ranks), sys.executable, "-m", "gcc_mpi", "-o",
            "s.h5", "--overwrite", "-q", "--set", "job.trials=20"]
     err_path = folder / "err"
     with open(err_path, "w") as err:
