@@ -28,9 +28,9 @@ ROW_NOTES = ("nmse [dB]: 10·log10 of the mean NMSE over the trials that did not
 def build(analysis, rate=None, made=None):
     """The page of ``analysis`` (an analyze.Analysis): the files and their provenance, the
     summary table, the suspected workers, the equal-cost table (one file), the differences
-    (several files), the rates
-    against ``rate`` (or against code.workers when it is swept), every figure (``made``:
-    ``analysis.figures()``, drawn here if None) and each resolved job."""
+    (several files), the rates against ``rate`` (or against code.workers when it is swept),
+    every figure (``made``: ``analysis.figures()``, drawn here if None) and each resolved
+    job."""
     labels, results = analysis.labels, analysis.results
     sections = [("files", "Files and provenance", provenance(labels, results)),
                 ("summary", "Summary per point and scheme",
