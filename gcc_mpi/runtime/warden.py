@@ -236,6 +236,55 @@ def _forwards(daemon):
     return not process_gone(daemon)
 
 
+def _take_words(ready, listener, conns, buffer, ranks, starting):
+    """The ranks' words on the ``ready`` connections (and on those ``listener`` accepts now),
+    each whole line at once, not at the connection's end: a rank that says "leaving" and
+    exits is not seen to die before its word. ``_heard`` takes each in."""
+    words = []
+    for r in ready:
+        if r is listener:  # and its words at once: a rank may say "rank" and die
+            conn, _ = listener.accept()
+            conn.setblocking(False)
+            conns.append(conn)
+            buffer[conn] = b""
+            ready.append(conn)
+            continue
+        if r not in buffer:  # a pidfd's epoll: ``StartWatch`` reads it
+            continue
+        try:
+            data = r.recv(256)
+        except BlockingIOError:
+            continue
+        buffer[r] += data
+        if not data:
+            conns.remove(r)
+            r.close()
+            buffer[r] += b"\n"
+        *lines, buffer[r] = buffer[r].split(b"\n")
+        words += [_heard(line, ranks, starting) for line in lines]
+        if not data:
+            del buffer[r]
+    return words
+
+
+def _start_look(starting, last_word, ranks, daemon):
+    """One look of ``starting`` (the host's ranks while MPI starts; none once a rank said its
+    last word): (the watch still starting or None, ``MidRun`` or None once all started, True
+    when the warden ended the job because it cannot start)."""
+    verdict = None if last_word is not None else starting.look()
+    if verdict is None and last_word is None:
+        return starting, None, False
+    ranks.update(starting.living())
+    running = _after_start(starting, daemon) if verdict == "started" else starting.close()
+    if verdict in (None, "started", "launcher"):
+        return None, running, False
+    said(verdict)  # the job cannot start: end it
+    if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
+        _signal(daemon, signal.SIGTERM)
+    end_ranks(ranks)
+    return None, None, True
+
+
 def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
           starting=None):
     """The warden's loop (see the module): words from the ranks on ``listener``, the host's
@@ -250,61 +299,22 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
         pidfds = (starting or running).fds() if (starting or running) else []
         wait = (startwatch.LOOK if starting is not None else 1.0) if last_word is None else LOOK
         ready, _, _ = select.select([listener, *conns, *pidfds], [], [], wait)
-        for r in ready:
-            if r in pidfds:
-                continue
-            if r is listener:  # and its words at once: a rank may say "rank" and die
-                conn, _ = listener.accept()
-                conn.setblocking(False)
-                conns.append(conn)
-                buffer[conn] = b""
-                ready.append(conn)
-                continue
-            try:
-                data = r.recv(256)
-            except BlockingIOError:
-                continue
-            buffer[r] += data
-            if not data:
-                conns.remove(r)
-                r.close()
-                buffer[r] += b"\n"
-            # each whole line at once, not at the connection's end: a rank that says
-            # "leaving" and exits is not seen to die before its word
-            *lines, buffer[r] = buffer[r].split(b"\n")
-            for line in lines:
-                word = _heard(line, ranks, starting)
-                if word in ("leaving", "abort"):
-                    last_word = time.monotonic()
-                    if word == "abort":
-                        aborted = aborted or last_word
-            if not data:
-                del buffer[r]
+        for word in _take_words(ready, listener, conns, buffer, ranks, starting):
+            if word in ("leaving", "abort"):
+                last_word = time.monotonic()
+                if word == "abort":
+                    aborted = aborted or last_word
         if starting is not None:
-            verdict = None if last_word is not None else starting.look()
-            if verdict is not None or last_word is not None:
-                ranks.update(starting.living())
-                if verdict == "started":
-                    running = _after_start(starting, daemon)
-                else:
-                    starting.close()
-                starting = None
-            if verdict not in (None, "started", "launcher"):  # the job cannot start: end it
-                said(verdict)
-                if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
-                    _signal(daemon, signal.SIGTERM)
-                end_ranks(ranks)
+            starting, running, ended = _start_look(starting, last_word, ranks, daemon)
+            if ended:
                 last_word = aborted = time.monotonic()
                 any_daemon = True
-        if running is not None:
-            line = running.look() if last_word is None else ""
-            if line is not None:
-                running.close()
-                running = None
-            if line and _forwards(daemon):
-                said(line)
-            if line:
-                return
+        line = None if running is None else "" if last_word is not None else running.look()
+        if line is not None:  # the run's watch is over: a word came, or a death, or none
+            running.close()
+            if line:  # said where hydra's proxy still forwards it: the warden's last word
+                return said(line) if _forwards(daemon) else None
+            running = None
         if process_gone(daemon):
             return
         if last_word is None:
