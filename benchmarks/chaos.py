@@ -338,8 +338,9 @@ def _setup(results, path):
 def named_dead(lines):
     """The ranks gcc_mpi's ``lines`` say died (or ended first): "rank R (worker ...) died",
     "ranks A, B ended at the same moment", "...; ranks A, B died", a host's warden's "rank R
-    (pid P) on H died ... while MPI started" and the witness's "rank 0 ended before the job
-    did" (a line that blames rank 0 for a worker's death names the wrong rank too)."""
+    (pid P) on H died ... while MPI started", the witness's "rank 0 ended before the job
+    did" and the ending's "not every worker took its EXIT: rank R (worker ...) did not" (a
+    line that blames rank 0 for a worker's death names the wrong rank too)."""
     found = set()
     for x in lines:
         if not x.startswith("gcc_mpi:"):
@@ -347,6 +348,8 @@ def named_dead(lines):
         for m in re.finditer(r"\brank (\d+) \(worker [^)]*\) died|\branks ([\d, ]+?) "
                              r"(?:ended at the same moment|died)|\brank (0) ended before", x):
             found |= {int(r) for r in re.findall(r"\d+", next(g for g in m.groups() if g))}
+        if "took its EXIT:" in x:  # the ending names the ranks that stood in its way
+            found |= {int(r) for r in re.findall(r"\b(\d+) \(worker ", x)}
         if "while MPI started" in x:
             found |= {int(r) for r in re.findall(r"\brank (\d+) \(pid \d+\)", x)}
     return found

@@ -52,9 +52,11 @@ def master_block(comm, master, setup, block, listen):
     for t in range(block * ROUNDS, (block + 1) * ROUNDS):
         X, Y, delays = setup.inputs(0, t)
         master.round(setup, "bacc", t, X, Y, delays)
-    if not shutdown(master, GRACE):
-        print(f"shutdown_blocks: block {block} (master listening: {listen}): not every BYE "
-              f"came within {GRACE:g} s", file=sys.stderr, flush=True)
+    standing = shutdown(master, GRACE)
+    if standing:
+        print(f"shutdown_blocks: block {block} (master listening: {listen}): ranks "
+              f"{sorted(standing)} did not say BYE within {GRACE:g} s", file=sys.stderr,
+              flush=True)
         comm.Abort(1)
 
 

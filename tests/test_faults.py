@@ -937,6 +937,56 @@ def test_a_death_told_twice_is_buried_once(monkeypatch):
         deaths.news()
 
 
+class _Request:
+    """A nonblocking send that completes (``done``) or never does (a rank that died unseen)."""
+
+    def __init__(self, done):
+        self.done = done
+
+    def Test(self):
+        return self.done
+
+    def __bool__(self):
+        return True
+
+
+def test_the_ending_names_a_rank_whose_exit_never_went(monkeypatch, caplog):
+    """Issue 38 (c): under ULFM rank 19 was killed at trial 97 of 100 and no way of ``Deaths``
+    told of it before the end; its EXIT never completed (nor failed), and the job ended with
+    "not every worker took its EXIT" naming nobody. The ending names it (rank, worker, pid,
+    host), as a silent rank is named; the others' EXITs, BYEs and LEAVEs went. When every EXIT
+    and LEAVE went, nobody stood in the way."""
+    from types import SimpleNamespace
+
+    from gcc_mpi.runtime import ending
+    from gcc_mpi.runtime.deaths import Deaths
+
+    peers = {r: (100 + r, "gcc-host3" if r > 15 else "gcc-host2") for r in range(1, 24)}
+    mpi = SimpleNamespace(Exception=RuntimeError, REQUEST_NULL=None)
+    deaths = Deaths(None, mpi, peers, "gcc-host1")
+
+    def all_done(requests, until=None):
+        return all(r.Test() for r in requests)
+
+    master = SimpleNamespace(
+        comm=SimpleNamespace(size=24), MPI=mpi, ft=True, peers=peers, deaths=deaths,
+        orphans=[], listen=lambda: None, unlisten=lambda: None, slots=None,
+        losses=SimpleNamespace(discard=None),
+        hung=SimpleNamespace(settle=lambda *a: []),
+        notices=SimpleNamespace(await_byes=lambda: None, farewells=lambda *a: True),
+        send_control=lambda row, rank: _Request(rank != 19),
+        waiter=SimpleNamespace(all=all_done))
+    aborted = []
+    monkeypatch.setattr(ending, "abort", lambda comm, code: aborted.append(code))
+    caplog.set_level("CRITICAL", logger=ending.__name__)
+    ending.finish(master, 0)
+    assert aborted == [1]
+    assert ("not every worker took its EXIT: rank 19 (worker 18, pid 119 on gcc-host3) did not "
+            "in time; ending the job with MPI_Abort") in caplog.text
+    master.send_control = lambda row, rank: _Request(True)
+    assert ending.shutdown(master, grace=0.01) == set()
+
+
 class _Round:
     """What Hung.look reads of a Round."""
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import protocol as P
 from .deaths import WorkerLost
-from .hung import Stuck
+from .hung import Stuck, named
 from .master import GRACE
 from .mpi import RankFailure, abort
 
@@ -32,10 +32,11 @@ def abandon(master, grace=GRACE):
 
 def shutdown(master, grace=GRACE):
     """EXIT to every other live rank (idle ones too), then every one's BYE, which its
-    ``Worker.serve`` sends on EXIT, then LEAVE; True when all EXITs were delivered and all
-    BYEs came (within ``grace`` seconds): then no NOTICE is left unreceived at MPI_Finalize
-    (protocol). The NOTICE receives are cancelled at the end. Until their LEAVE the workers
-    stay, so that one of each node can still resume or end a silent one there.
+    ``Worker.serve`` sends on EXIT, then LEAVE; the ranks that stood in the way, empty when
+    all EXITs and LEAVEs were delivered and all BYEs came (within ``grace`` seconds): then no
+    NOTICE is left unreceived at MPI_Finalize (protocol). The NOTICE receives are cancelled at
+    the end. Until their LEAVE the workers stay, so that one of each node can still resume or
+    end a silent one there.
 
     A master that did not listen listens now: a worker cannot tell whether its master
     listened, so every worker says BYE, and a BYE left unreceived is the very failure the BYE
@@ -69,26 +70,46 @@ def shutdown(master, grace=GRACE):
                         m.cancel(sends[i])
                         m.orphans.append(sends[i])
                         sends[i] = m.MPI.REQUEST_NULL
-        return False
+        # one death after another until the bound: the ones that did not leave stood in the way
+        return (set(ranks) - m.deaths.left) or set(ranks)
     finally:
         m.unlisten()
         m.deaths.exits_over()
 
 
 def _farewell(m, ranks, rows, sends, until, grace):
-    """The EXITs delivered, every BYE (or the silent resumed or ended), then LEAVE."""
-    if not m.waiter.all(sends, until):
-        return False
-    if not (m.notices.farewells(ranks, until, m.waiter) or _silent_at_the_end(m, ranks)):
-        return False
-    leaves = [m.send_control(P.fill_control(rows[r - 1], P.LEAVE), r)
-              for r in ranks if r not in m.deaths.dead]
-    return m.waiter.all(leaves, time.perf_counter() + grace)
+    """The EXITs delivered, every BYE (or the silent resumed or ended), then LEAVE; the ranks
+    whose EXIT or LEAVE was not delivered in time (empty: all went)."""
+    if not m.waiter.all(sends, until) and (late := _undelivered(m, ranks, sends)):
+        return late
+    if not m.notices.farewells(ranks, until, m.waiter):
+        _silent_at_the_end(m, ranks)
+    ranks = [r for r in ranks if r not in m.deaths.dead]
+    leaves = [m.send_control(P.fill_control(rows[r - 1], P.LEAVE), r) for r in ranks]
+    if not m.waiter.all(leaves, time.perf_counter() + grace):
+        return _undelivered(m, ranks, leaves)
+    return set()
+
+
+def _undelivered(m, ranks, requests):
+    """The ranks of ``requests`` (one each) whose request is not complete: a rank that died
+    unseen (its EXIT never delivered, and under ULFM no error either: a death that no way of
+    ``Deaths`` told of) or a rank stuck, which the ending names. One whose request fails
+    (MPI's report of its death, late) stood in the way too; none when all completed after
+    all, a moment late."""
+    left = set()
+    for rank, request in zip(ranks, requests):
+        try:
+            if not request.Test():
+                left.add(rank)
+        except m.MPI.Exception:
+            left.add(rank)
+    return left
 
 
 def _silent_at_the_end(m, ranks):
     """Live ranks whose BYE did not come (stopped after their last task, stuck): resumed,
-    their BYE awaited again, then ended (``Hung.resume_or_end``: True under ULFM)."""
+    their BYE awaited again, then ended (``Hung.resume_or_end``: ``Stuck`` but under ULFM)."""
     notices = m.notices
 
     def silent():
@@ -96,7 +117,6 @@ def _silent_at_the_end(m, ranks):
         return set(ranks) - m.deaths.dead - m.deaths.left - notices.byes
 
     m.hung.resume_or_end(m.deaths, silent(), m.ft, silent)
-    return True
 
 
 def finish(master, code, stuck=None):
@@ -105,12 +125,21 @@ def finish(master, code, stuck=None):
     every process of the job: with ``stuck`` (default ``code``: a run's file is whole by then)
     when only a hung worker stood in the way (``Stuck``), else with ``code`` or 1."""
     try:
-        if shutdown(master, GRACE):
+        standing = shutdown(master, GRACE)
+        if not standing:
             return code
-        why, code = "not every worker took its EXIT", code or 1
+        why, code = unfinished(master, standing), code or 1
     except Stuck as e:
         why, code = str(e), code if stuck is None else stuck
     except WorkerLost as e:
         why, code = str(e), code or 1
     log.critical("%s; ending the job with MPI_Abort", why)
     abort(master.comm, code)
+
+
+def unfinished(master, standing):
+    """The ending's words when ``standing`` (ranks) did not take their EXIT and LEAVE in
+    order: each named, as a silent rank is (``hung.named``), so that the one line says who
+    stood in the way."""
+    return (f"not every worker took its EXIT: {named(standing, master.peers)} did not in "
+            "time")

@@ -73,6 +73,15 @@ SILENCE_FACTOR = 100.0  # ... and 100 x rank 0's own f on a trial's batch (see a
 JUMP = 2.0           # seconds between two looks (due every LOOK_EVERY) that mean rank 0 did not run
 
 
+def named(ranks, peers):
+    """``ranks`` as a line names them: "rank 5 (worker 4, pid 123 on host2)", or "ranks 5
+    (...), 7 (...)"; ``peers``: {rank: (pid, host)}."""
+    ranks = sorted(ranks)
+    each = ", ".join(f"{r} (worker {r - 1}, pid {peers.get(r, ('?', '?'))[0]} on "
+                     f"{peers.get(r, ('?', '?'))[1]})" for r in ranks)
+    return f"rank{'s' if len(ranks) > 1 else ''} {each}"
+
+
 class Stuck(WorkerLost):
     """A hung worker does not answer even when resumed, and only MPI_Abort can end it."""
 
@@ -266,9 +275,8 @@ class Hung:
             backoff.sleep()
         if not left:
             return set()
-        said = ", ".join(f"{r} (worker {r - 1}, pid {self.peers[r][0]} on {self.peers[r][1]})"
-                         for r in sorted(left))
-        said = f"rank {said} did not answer within {grace:g} s of being resumed (SIGCONT)"
+        said = f"{named(left, self.peers)} did not answer within {grace:g} s of being resumed " \
+               "(SIGCONT)"
         if not ft:
             raise Stuck(said)
         log.info("%s; ending it (SIGKILL)", said)

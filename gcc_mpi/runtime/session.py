@@ -229,7 +229,7 @@ def block(comm, MPI, mode, drive, *, setup=None, targets=None, shared_clock=Fals
     within GRACE), and returns what ``drive`` returned; a worker serves its TASKs with
     ``targets`` (f of each sweep point, ``worker.build_targets``) until then and returns None.
     Neither rank handles signals here: the program that calls it does."""
-    from .ending import shutdown
+    from .ending import shutdown, unfinished
     from .master import Master
     from .worker import Worker
 
@@ -244,7 +244,8 @@ def block(comm, MPI, mode, drive, *, setup=None, targets=None, shared_clock=Fals
     try:
         return drive(master)
     finally:
-        if not shutdown(master):
-            log.critical("not every worker took its EXIT; ending the job with MPI_Abort")
+        standing = shutdown(master)
+        if standing:
+            log.critical("%s; ending the job with MPI_Abort", unfinished(master, standing))
             abort(comm, 1)
         master.close()

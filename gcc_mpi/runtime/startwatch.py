@@ -197,6 +197,15 @@ class StartWatch:
         return (f"{named} on {self.host} {what}{how}{more} while MPI started: the "
                 "job cannot start (every other rank waits for it inside MPI_Init); ending it")
 
+    def died(self):
+        """The host's ranks that ended since the last look, in the order they died (after
+        the start: ``look`` no longer runs)."""
+        woken = []
+        for fd, _ in self.deaths.poll(0):
+            woken.append(self.pidfds.pop(fd))
+            os.close(fd)
+        return woken
+
     def living(self):
         """The pids of the host's ranks still there."""
         return [p for p in self.ranks if state(p) is not None]

@@ -42,12 +42,16 @@ from ..logs import PREFIX
 from . import startwatch
 from .last_lines import drain, quiet_from_here
 from .startwatch import StartWatch, end_ranks, state
+from .witness import ending_line
 
 _ADDRESS = "\0gcc_mpi-warden-{daemon}"
 LOOK = 0.2           # seconds between looks at the host's ranks once the job ends
 END_GRACE = 30.0     # seconds after the last rank's word before the ranks left are killed
 ABORT_GRACE = 5.0    # seconds after an abort before the launcher's daemon is ended (ULFM)
 OPEN_MPI_DAEMONS = ("prterun", "prted", "mpirun", "mpiexec", "orted", "orterun")
+FOLLOW = 2.0         # seconds in which the launcher ends a host's other ranks after a death
+LINGER = 0.2         # seconds after which a launcher's daemon that ended the job has left
+HYDRA_PROXY = "hydra_pmi_proxy"
 
 
 _joined = None  # this rank's start(): it forked the warden (True) or told it of itself (False)
@@ -176,6 +180,111 @@ def _heard(line, ranks, starting):
     return word
 
 
+class MidRun:
+    """After the start, on a host without rank 0 (whose witness speaks for its node): a rank
+    of the host that dies without a word (before its ``leaving``: it did not take its EXIT),
+    and every other rank of the host ended by the launcher within FOLLOW s after it — hydra's
+    proxy SIGKILLs them at once; the other proxies then fail an assertion and SIGKILL their
+    ranks, rank 0's witness with no one left to forward its line — so nothing but this host's
+    warden can say which rank it was. It says it on its rank's stderr, which it holds open: the
+    proxy forwards what its ranks write until the last of their stderr closes.
+
+    A host's ranks that outlive the death by FOLLOW s go on (ULFM, hydra's
+    ``-disable-auto-cleanup``): rank 0 names the dead rank itself."""
+
+    def __init__(self, watch):
+        self.watch, self.dead, self.since = watch, [], None
+
+    def fds(self):
+        return self.watch.fds()
+
+    def look(self):
+        """The line that names the rank that died first, "" when the job goes on without a
+        word of the warden's, or None (look again)."""
+        self.dead += self.watch.died()
+        if not self.dead:
+            return None
+        self.since = self.since or time.monotonic()
+        if not self.watch.living():  # the launcher ended the host's ranks: the job is over
+            pid = self.dead[0]
+            return ending_line([self.watch.ranks[pid]], seen_by=f"{self.watch.host}'s warden",
+                               where=f"pid {pid} on {self.watch.host}")
+        return "" if time.monotonic() > self.since + FOLLOW else None
+
+    def close(self):
+        self.watch.close()
+
+
+def _after_start(watch, daemon):
+    """The watch over the host's ranks once they all started: a ``MidRun`` on a host of
+    hydra's without rank 0, else None (``watch`` closed). Open MPI's launcher names a rank
+    that a signal ended itself ("prterun noticed that process rank 5 ... exited on signal
+    9"), and its daemons, unlike hydra's proxies, outlive an MPI_Abort's end of their ranks
+    (``_forwards`` could not tell the two apart)."""
+    if 0 in watch.ranks.values() or _name(daemon) != HYDRA_PROXY:
+        watch.close()
+        return None
+    return MidRun(watch)
+
+
+def _forwards(daemon):
+    """True when ``daemon`` (hydra's proxy) still forwards its ranks' output LINGER s after the
+    last of them ended: after a death it ended the others itself and forwards what they write
+    until the last of their stderr closes (the warden's too); when the job was ended elsewhere
+    (rank 0's MPI_Abort: it says why itself) the proxy ends its ranks and leaves at once."""
+    time.sleep(LINGER)
+    return not process_gone(daemon)
+
+
+def _take_words(ready, listener, conns, buffer, ranks, starting):
+    """The ranks' words on the ``ready`` connections (and on those ``listener`` accepts now),
+    each whole line at once, not at the connection's end: a rank that says "leaving" and
+    exits is not seen to die before its word. ``_heard`` takes each in."""
+    words = []
+    for r in ready:
+        if r is listener:  # and its words at once: a rank may say "rank" and die
+            conn, _ = listener.accept()
+            conn.setblocking(False)
+            conns.append(conn)
+            buffer[conn] = b""
+            ready.append(conn)
+            continue
+        if r not in buffer:  # a pidfd's epoll: ``StartWatch`` reads it
+            continue
+        try:
+            data = r.recv(256)
+        except BlockingIOError:
+            continue
+        buffer[r] += data
+        if not data:
+            conns.remove(r)
+            r.close()
+            buffer[r] += b"\n"
+        *lines, buffer[r] = buffer[r].split(b"\n")
+        words += [_heard(line, ranks, starting) for line in lines]
+        if not data:
+            del buffer[r]
+    return words
+
+
+def _start_look(starting, last_word, ranks, daemon):
+    """One look of ``starting`` (the host's ranks while MPI starts; none once a rank said its
+    last word): (the watch still starting or None, ``MidRun`` or None once all started, True
+    when the warden ended the job because it cannot start)."""
+    verdict = None if last_word is not None else starting.look()
+    if verdict is None and last_word is None:
+        return starting, None, False
+    ranks.update(starting.living())
+    running = _after_start(starting, daemon) if verdict == "started" else starting.close()
+    if verdict in (None, "started", "launcher"):
+        return None, running, False
+    said(verdict)  # the job cannot start: end it
+    if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
+        _signal(daemon, signal.SIGTERM)
+    end_ranks(ranks)
+    return None, None, True
+
+
 def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
           starting=None):
     """The warden's loop (see the module): words from the ranks on ``listener``, the host's
@@ -184,54 +293,28 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
     leaves; until then, ``starting`` (a ``startwatch.StartWatch``, if given) watches them start."""
     ranks, conns, buffer = set(ranks), [], {}
     last_word, aborted, daemon_end, any_daemon = None, None, None, False
+    running = None  # after the start: ``MidRun``
     while True:
         # a look a second until the first word (the ranks run), then every LOOK s
-        pidfds = starting.fds() if starting is not None else []
+        pidfds = (starting or running).fds() if (starting or running) else []
         wait = (startwatch.LOOK if starting is not None else 1.0) if last_word is None else LOOK
         ready, _, _ = select.select([listener, *conns, *pidfds], [], [], wait)
-        for r in ready:
-            if r in pidfds:
-                continue
-            if r is listener:  # and its words at once: a rank may say "rank" and die
-                conn, _ = listener.accept()
-                conn.setblocking(False)
-                conns.append(conn)
-                buffer[conn] = b""
-                ready.append(conn)
-                continue
-            try:
-                data = r.recv(256)
-            except BlockingIOError:
-                continue
-            buffer[r] += data
-            if not data:
-                conns.remove(r)
-                r.close()
-                buffer[r] += b"\n"
-            # each whole line at once, not at the connection's end: a rank that says
-            # "leaving" and exits is not seen to die before its word
-            *lines, buffer[r] = buffer[r].split(b"\n")
-            for line in lines:
-                word = _heard(line, ranks, starting)
-                if word in ("leaving", "abort"):
-                    last_word = time.monotonic()
-                    if word == "abort":
-                        aborted = aborted or last_word
-            if not data:
-                del buffer[r]
+        for word in _take_words(ready, listener, conns, buffer, ranks, starting):
+            if word in ("leaving", "abort"):
+                last_word = time.monotonic()
+                if word == "abort":
+                    aborted = aborted or last_word
         if starting is not None:
-            verdict = None if last_word is not None else starting.look()
-            if verdict is not None or last_word is not None:
-                ranks.update(starting.living())
-                starting.close()
-                starting = None
-            if verdict not in (None, "started", "launcher"):  # the job cannot start: end it
-                said(verdict)
-                if _name(daemon) in OPEN_MPI_DAEMONS:  # else its launcher may return 0 (ULFM)
-                    _signal(daemon, signal.SIGTERM)
-                end_ranks(ranks)
+            starting, running, ended = _start_look(starting, last_word, ranks, daemon)
+            if ended:
                 last_word = aborted = time.monotonic()
                 any_daemon = True
+        line = None if running is None else "" if last_word is not None else running.look()
+        if line is not None:  # the run's watch is over: a word came, or a death, or none
+            running.close()
+            if line:  # said where hydra's proxy still forwards it: the warden's last word
+                return said(line) if _forwards(daemon) else None
+            running = None
         if process_gone(daemon):
             return
         if last_word is None:

@@ -194,17 +194,26 @@ def _witness(pipe, listener):
             first = sorted({r for r in closed if r is not None})
     if quiet or (first == [0] and not started):  # before the handshake: the warden's
         return
-    where = f"{path} keeps" if path else "the results file keeps"
+    time.sleep(0.2)  # after hydra's own report
+    # straight to stderr, not through logging: a forked process of its own (gcc_mpi.logs)
+    sys.stderr.write(f"{PREFIX}{ending_line(first, path=path)}\n")
+    sys.stderr.flush()
+
+
+def ending_line(first, path=None, seen_by="rank 0's witness process", where=None):
+    """The one line that says which rank's death ended the job: ``first``, the ranks that
+    ended at the first moment (rank 0 alone: it ended first), ``seen_by`` what saw it, ``where``
+    the dead rank's pid and host when that is not rank 0's node (a host's warden says it there,
+    ``warden``), ``path`` the results file. One wording for both, which benchmarks/chaos.py and
+    the tests read."""
+    keeps = f"{path} keeps" if path else "the results file keeps"
     if first == [0]:
         who = "rank 0 ended before the job did"
     elif len(first) == 1:
-        who = f"rank {first[0]} (worker {first[0] - 1}) died first and the job ended with it"
+        worker = f"worker {first[0] - 1}" + (f", {where}" if where else "")
+        who = f"rank {first[0]} ({worker}) died first and the job ended with it"
     else:
         who = (f"ranks {', '.join(map(str, first))} ended at the same moment, one of them "
                "first, and the job ended with them")
-    time.sleep(0.2)  # after hydra's own report
-    # straight to stderr, not through logging: a forked process of its own (gcc_mpi.logs)
-    sys.stderr.write(f"{PREFIX}{who} (seen by rank 0's witness process); {where} every trial "
-                     "committed before (complete = false): the same command with --resume "
-                     "continues\n")
-    sys.stderr.flush()
+    return (f"{who} (seen by {seen_by}); {keeps} every trial committed before "
+            "(complete = false): the same command with --resume continues")
