@@ -270,10 +270,10 @@ def adversarial_spline(points):
     smoothing spline letcc decodes with (SmoothingCode.smoother's "dec" side at z = t, windowed
     above WINDOWED_ABOVE results as there). It needs only the points, so any code whose workers
     have points can screen with it, whatever its own decoder."""
+    # not smoothing_code's own smoother: that module imports base, which imports this one
     from .kernels import spline_semikernel
-    from .smoothing_code import WINDOWED_ABOVE
     from .kernel_smoother import KernelSmoother
-    from .windowed import WindowedSmoother
+    from .windowed import WINDOWED_ABOVE, WindowedSmoother
 
     points = np.asarray(points, float)
     smoother = WindowedSmoother if len(points) > WINDOWED_ABOVE else KernelSmoother
