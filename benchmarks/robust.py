@@ -8,8 +8,9 @@ Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--cou
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
 [dB] without liars, with them decoded plainly and robustly; the share of the liars' used
 results that were flagged ("caught") and of the honest ones ("false"); the mean decode time
-robust over plain. letcc's own robust modes follow its row ("letcc:spline", the adversarial
-spline of arXiv 2502.08058 as published; "letcc:spline-screen", results far from it dropped).
+robust over plain. A scheme's named robust modes (``MODES``) follow its row: "spline-screen" of
+bacc, letcc, gcc and gcc-manifold (results far from the adversarial spline of arXiv 2502.08058
+along beta dropped, the rest decoded plainly) and letcc's "spline" (that spline as published).
 
 ``--bacc KIND:SIZE ...`` instead: bacc's two robust decoders (code.bacc.robust = "screen", the
 leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on the same
