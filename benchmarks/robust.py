@@ -8,8 +8,9 @@ Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--cou
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
 [dB] without liars, with them decoded plainly and robustly; the share of the liars' used
 results that were flagged ("caught") and of the honest ones ("false"); the mean decode time
-robust over plain. letcc's own robust modes follow its row ("letcc:spline", the adversarial
-spline of arXiv 2502.08058 as published; "letcc:spline-screen", results far from it dropped).
+robust over plain. A scheme's named robust modes (``MODES``) follow its row: "spline-screen" of
+bacc, letcc, gcc and gcc-manifold (results far from the adversarial spline of arXiv 2502.08058
+along beta dropped, the rest decoded plainly) and letcc's "spline" (that spline as published).
 
 ``--bacc KIND:SIZE ...`` instead: bacc's two robust decoders (code.bacc.robust = "screen", the
 leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on the same
@@ -34,8 +35,10 @@ from gcc_mpi.job.adversaries import KINDS
 from gcc_mpi.job.parse import load_job
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMES = ("replication", "bacc", "letcc", "gcc")
-MODES = {"letcc": ("spline", "spline-screen")}  # a scheme's robust modes beside ``true``
+SCHEMES = ("replication", "bacc", "letcc", "gcc", "gcc-manifold")
+# a scheme's robust modes beside ``true``, each a row of its own
+MODES = {"bacc": ("spline-screen",), "letcc": ("spline", "spline-screen"),
+         "gcc": ("spline-screen",), "gcc-manifold": ("spline-screen",)}
 
 
 def db(x):
@@ -60,7 +63,7 @@ def robust_flags(robust):
 def part1(trials, kinds, count):
     clean = simulate(trials, [])
     print(f"digits-mlp, K = 10, N = 40, 4 stragglers, {count} liars of 10x, {trials} trials")
-    print(f"{'kind':10} {'scheme':19} {'clean dB':>9} {'plain dB':>9} {'robust dB':>9} "
+    print(f"{'kind':10} {'scheme':26} {'clean dB':>9} {'plain dB':>9} {'robust dB':>9} "
           f"{'caught':>7} {'false':>7} {'failed':>6} {'t ratio':>7}")
     for kind in kinds:
         liars = [f"adversaries.count={count}", f'adversaries.kind="{kind}"']
@@ -79,7 +82,7 @@ def row(kind, name, clean, plain, r):
     """One line of part 1: a robust decode ``r`` beside its scheme's ``clean`` and ``plain``."""
     caught, false = caught_false(r)
     ratio = np.nanmean(r["t_decode"]) / np.nanmean(plain["t_decode"])
-    return (f"{kind:10} {name:19} {db(clean['nmse']):9.1f} {db(plain['nmse']):9.1f} "
+    return (f"{kind:10} {name:26} {db(clean['nmse']):9.1f} {db(plain['nmse']):9.1f} "
             f"{db(r['nmse']):9.1f} {100 * caught:6.1f}% {100 * false:6.2f}% "
             f"{int(r['failed'].sum()):6d} {ratio:7.1f}")
 

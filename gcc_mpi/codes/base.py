@@ -69,8 +69,12 @@ class LinearCode:
         self._cache = OrderedDict()
         self.robust, self.robust_method, self.errors = False, None, 0  # set_robust
 
-    # robust decoders a scheme offers by name (code.<scheme>.robust = "<name>"); true: its first
+    # robust decoders a scheme offers by name (code.<scheme>.robust = "<name>")
     robust_methods = ()
+    # what robust = true (or "auto" with adversaries) decodes with: "screen", the neighbours'
+    # leave-one-out screen, or "spline-screen", the adversarial spline's (codes/robust.py); a
+    # scheme sets its own by measurement (docs/science.md, "Adversaries and robust decoding")
+    robust_true = "screen"
 
     def set_robust(self, robust, errors):
         """Decode robustly against up to ``errors`` wrong results: ``trusted`` picks the results
@@ -158,13 +162,17 @@ class LinearCode:
         return Y_hat, {**info, **facts, "flagged": flagged}
 
     def trusted(self, received, Y):
-        """(keep: bool per received result, decoder facts) of a robust decode: the generic
-        leave-one-out screen on the workers' points (codes.robust.loo_screen), or for a code
-        without points the finite results. Raise DecodeError when too few remain."""
-        from .robust import finite_rows, loo_screen
+        """(keep: bool per received result, decoder facts) of a robust decode: one of the
+        generic screens on the workers' points — the neighbours' leave-one-out screen
+        (codes.robust.loo_screen) or, for "spline-screen", the adversarial spline's
+        (codes.robust.spline_screen) — or for a code without points the finite results. Raise
+        DecodeError when too few remain."""
+        from .robust import finite_rows, loo_screen, spline_screen
 
         if self.beta is None:
             keep = finite_rows(Y)
+        elif (self.robust_method or self.robust_true) == "spline-screen":
+            keep = spline_screen(self.beta[received], Y, self.N, self.errors)
         else:
             keep = loo_screen(self.beta[received], Y, self.errors)
         if not keep.any():

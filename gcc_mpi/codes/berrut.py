@@ -33,11 +33,12 @@ class BACC(LinearCode):
     (beta_n, y_n)). No parameters; any non-empty received set decodes."""
 
     exact = False
-    # "screen": the leave-one-out screen every code with points has, the default (true);
-    # "locator": ApproxIFER's rational Berlekamp–Welch (codes.robust.rational_locator), which
-    # caught 91-92% of sign-flip and noise liars on digits-mlp where the screen caught 99.5-100%
-    # (docs/science.md, "Adversaries and robust decoding")
-    robust_methods = ("screen", "locator")
+    # "screen" and "spline-screen": the generic screens every code with points has
+    # (LinearCode.trusted); "locator": ApproxIFER's rational Berlekamp–Welch
+    # (codes.robust.rational_locator), which caught 91-92% of sign-flip and noise liars on
+    # digits-mlp where the screen caught 99.5-100% (docs/science.md, "Adversaries and robust
+    # decoding")
+    robust_methods = ("screen", "locator", "spline-screen")
 
     def __init__(self, N, K):
         super().__init__(N, K, chebyshev_alpha(K), chebyshev_beta(N))
@@ -47,7 +48,7 @@ class BACC(LinearCode):
         """The screen's (LinearCode.trusted) or the locator's choice, with its gap (NaN where
         the screen chose). The locator's system has K + 2A + 2 unknowns: with fewer than
         K + 2A + 1 results its null space is more than one line, and the screen decides."""
-        locate = (self.robust_method or self.robust_methods[0]) == "locator"
+        locate = (self.robust_method or self.robust_true) == "locator"
         if not locate or len(received) < self.K + 2 * self.errors + 1:
             return super().trusted(received, Y)[0], {"locator_gap": np.nan} if locate else {}
         from .robust import rational_locator

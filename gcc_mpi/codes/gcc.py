@@ -52,6 +52,9 @@ def encoder_cap(K):
 
 class GCC(SmoothingCode):
     null_dim = 0
+    # the generic screens along beta (LinearCode.trusted), by name: the neighbours' and the
+    # adversarial spline's, whatever the kernel and space this code then decodes in
+    robust_methods = ("screen", "spline-screen")
     # the decoder's "space" (where it fits) comes from the "decoder" option: DECODER_SPACES
     AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
 

@@ -3,11 +3,11 @@
 Encoder and decoder are natural cubic smoothing splines: minimise sum |y_i - u(t_i)|^2 +
 lam * integral u''^2, lam as in scipy.interpolate.make_smoothing_spline.
 
-Robust decoding (``code.letcc.robust``) has two modes of its own beside the generic screen
-(``true``): ``"spline"``, the adversarial-setting decoder of arXiv 2502.08058 as published (every
-result fitted with lambda chosen for A adversaries, ``robust.adversarial_lambda``; it flags
-nothing), and ``"spline-screen"``, results far from that fit dropped and the rest decoded plainly
-(``robust.spline_screen``).
+Robust decoding (``code.letcc.robust``) has a mode of its own beside the generic screens
+(``true``, and ``"spline-screen"``: results far from the adversarial spline dropped and the rest
+decoded plainly, ``robust.spline_screen``, which every code with points has): ``"spline"``, the
+adversarial-setting decoder of arXiv 2502.08058 as published (every result fitted with lambda
+chosen for A adversaries, ``robust.adversarial_lambda``; it flags nothing).
 """
 
 
@@ -19,7 +19,7 @@ class LeTCC(SmoothingCode):
     null_dim = 2  # constants and lines are not penalised by integral u''^2
     # beside the neighbours' screen (true): the adversarial-setting decoder of arXiv 2502.08058
     # as published, and results far from it dropped (docs/science.md compares the three)
-    robust_methods = ("spline", "spline-screen")
+    robust_methods = ("screen", "spline", "spline-screen")
 
     def __init__(self, N, K, lambda_enc="auto", lambda_dec="auto", alpha=None):
         super().__init__(N, K, spline_semikernel, lambda_enc, lambda_dec, alpha)
@@ -30,16 +30,13 @@ class LeTCC(SmoothingCode):
         return adversarial_lambda(n, self.N, self.errors)
 
     def trusted(self, received, Y):
-        from .robust import finite_rows, spline_screen
+        # "spline" outweighs the liars instead of dropping them; "spline-screen" is the generic
+        # screen of LinearCode.trusted
+        from .robust import finite_rows
 
         if self.robust_method == "spline":
-            keep = finite_rows(Y)
-        elif self.robust_method == "spline-screen":
-            keep = spline_screen(lambda t: self.smoother(t, t, "dec"), self.beta[received], Y,
-                                 self.adversarial_lambda, self.errors)
-        else:
-            return super().trusted(received, Y)
-        return keep, {}
+            return finite_rows(Y), {}
+        return super().trusted(received, Y)
 
     def choose(self, smoother, Y, side):
         # the published decoder: its lambda is the adversaries', not the results' best fit

@@ -32,11 +32,13 @@ kept results with its plain decoder, and the ones not kept are the trial's flagg
   alpha and t. Q(beta_i) = y_i·L(beta_i) at every received point is a homogeneous system whose
   SVD null space gives L, per output coordinate; each coordinate votes for the A results where
   |L| is smallest, the A most voted are dropped, and Berrut's decoder runs without them.
-- ``adversarial_lambda`` and ``spline_screen`` (letcc, ``robust = "spline"`` and
-  ``"spline-screen"``): the decoder of "General Coded Computing: Adversarial Settings" (Moradi,
-  Akbarinodehi & Maddah-Ali, arXiv 2502.08058) is a second-order smoothing spline whose
-  smoothing parameter is chosen for the number A of adversaries; ``spline_screen`` (ours) drops
-  the results far from that fit and refits plainly (docs/science.md says what each measured).
+- ``adversarial_lambda``, ``adversarial_spline`` and ``spline_screen`` (letcc's ``robust =
+  "spline"``; ``"spline-screen"`` of every code with points: bacc, letcc, gcc, gcc-manifold):
+  the decoder of "General Coded Computing: Adversarial Settings" (Moradi, Akbarinodehi &
+  Maddah-Ali, arXiv 2502.08058) is a second-order smoothing spline whose smoothing parameter is
+  chosen for the number A of adversaries; ``spline_screen`` (ours) drops the results far from
+  that fit, which needs only the received workers' beta, and the code then decodes the rest
+  with its own plain decoder (docs/science.md says what each measured).
 
 A non-finite result, or one HUGE times the median one (a bit flipped into the exponent), is
 never kept.
@@ -262,19 +264,37 @@ def adversarial_lambda(n, N, A):
     return ADV_C * n * (max(A, 1) / N) ** 1.6
 
 
-def spline_screen(smoother_of, points, Y, lam_of, most):
-    """Keep (bool per row of Y): the result farthest from the adversarial spline through the
-    kept ones (``smoother_of(points)`` a smoother at those points, ``lam_of(n)`` its lambda) is
-    dropped while its residual is OUTLIER times the median one, up to 2·``most`` times. Unlike
-    the neighbours' line, the fit is pulled little by a lie (lambda is chosen for that), so a
-    liar's residual is about its own error while an honest one's is the spline's bias."""
+def adversarial_spline(points):
+    """The adversarial spline's smoother through results at ``points`` (the received workers'
+    beta, on [-1, 1], where ADV_C was measured), evaluated at the same points: the natural cubic
+    smoothing spline letcc decodes with (SmoothingCode.smoother's "dec" side at z = t, windowed
+    above WINDOWED_ABOVE results as there). It needs only the points, so any code whose workers
+    have points can screen with it, whatever its own decoder."""
+    # not smoothing_code's own smoother: that module imports base, which imports this one
+    from .kernels import spline_semikernel
+    from .kernel_smoother import KernelSmoother
+    from .windowed import WINDOWED_ABOVE, WindowedSmoother
+
+    points = np.asarray(points, float)
+    smoother = WindowedSmoother if len(points) > WINDOWED_ABOVE else KernelSmoother
+    return smoother(points, points, spline_semikernel, 2)  # 2: lines are not penalised
+
+
+def spline_screen(points, Y, N, most):
+    """Keep (bool per row of Y, the results at ``points`` of N workers' beta): the result
+    farthest from the adversarial spline through the kept ones (``adversarial_spline``, lambda
+    ``adversarial_lambda`` for ``most`` adversaries) is dropped while its residual is OUTLIER
+    times the median one, up to 2·``most`` times. Unlike the neighbours' line, the fit is pulled
+    little by a lie (lambda is chosen for that), so a liar's residual is about its own error
+    while an honest one's is the spline's bias."""
     keep = finite_rows(Y)
     size = np.median(np.linalg.norm(Y[keep], axis=1)) if keep.any() else 0.0
     for _ in range(2 * most):
         idx = np.flatnonzero(keep)
         if len(idx) < 4:
             break
-        fit = smoother_of(points[idx]).apply(Y[idx], lam_of(len(idx)))
+        lam = adversarial_lambda(len(idx), N, most)
+        fit = adversarial_spline(points[idx]).apply(Y[idx], lam)
         r = np.linalg.norm(Y[idx] - fit, axis=1)
         j = int(np.argmax(r))
         if r[j] <= max(OUTLIER * np.median(r), FLOOR * size):

@@ -11,16 +11,13 @@ import numpy as np
 from .base import LinearCode
 from .points import chebyshev_alpha, chebyshev_beta
 from .kernel_smoother import KernelSmoother
-from .windowed import WindowedSmoother
+from .windowed import WINDOWED_ABOVE, WindowedSmoother
 
 # What "auto" means, chosen by measurement (benchmarks/lambda_grid.py).
 AUTO_RULES = {"enc": 0.0, "dec": "loo"}
 # The decoder's automatic lambda keeps at least DOF_PER_INPUT * K effective degrees of freedom
 # tr(H) in its fit of the n results (docs/science.md, "Lambda at minimal redundancy").
 DOF_PER_INPUT = 1.5
-# Decoders with more received points than this are computed in windows (windowed.py: equal to
-# the global fit where its hat matrix is local, else it falls back); every shipped job stays below.
-WINDOWED_ABOVE = 400
 
 
 def resolve_rule(value, side):

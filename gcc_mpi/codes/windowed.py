@@ -22,6 +22,10 @@ import numpy as np
 
 from .kernel_smoother import GRID, LAMBDA_FLOOR, KernelSmoother, smallest_near_min
 
+# Decoders with more received points than this are computed in windows (equal to the global fit
+# where its hat matrix is local, else it falls back; smoothing_code.py, robust.adversarial_spline);
+# every shipped job stays below.
+WINDOWED_ABOVE = 400
 # Largest hat weight a window's outermost point may have on its core: data beyond the window then
 # move the fit by less than this fraction of their own misfit.
 LOCAL_TOL = 1e-3

@@ -36,12 +36,15 @@ LAMBDA = Setting(or_words(number(0.0), "auto", "gcv", "loo"), "auto")
 # robust decoding (codes/robust.py): "auto" is on exactly when the job declares [adversaries];
 # every built-in's, set by make_code (LinearCode.set_robust), not a keyword of its class
 ROBUST = Setting(or_words(BOOL, "auto"), "auto")
-# letcc's own modes beside the screen (codes.letcc.LeTCC.robust_methods): "spline", the
-# adversarial-setting decoder of arXiv 2502.08058 as published; "spline-screen", results far
-# from it dropped
-LETCC_ROBUST = Setting(or_words(BOOL, "auto", "spline", "spline-screen"), "auto")
+# the generic screens of a code with points, by name (LinearCode.trusted): "screen", the
+# neighbours' leave-one-out screen; "spline-screen", results far from the adversarial spline
+# along beta dropped (codes.robust.spline_screen); true is the class's robust_true
+SCREENED = Setting(or_words(BOOL, "auto", "screen", "spline-screen"), "auto")
+# letcc's own mode beside them (codes.letcc.LeTCC.robust_methods): "spline", the
+# adversarial-setting decoder of arXiv 2502.08058 as published
+LETCC_ROBUST = Setting(or_words(BOOL, "auto", "screen", "spline", "spline-screen"), "auto")
 GCC_OPTIONS = {
-    "robust": ROBUST,
+    "robust": SCREENED,
     "kernel": Setting(choice("sobolev2", "matern32", "matern52", "gaussian"), "matern52"),
     "lengthscale": Setting(or_words(number(0.0, above=True), "auto"), "auto"),  # auto: per fit
     "lambda_enc": LAMBDA,
@@ -57,9 +60,9 @@ BUILT_IN = {s.name: s for s in (
     # "auto": the target's degree (job.rules.resolved_lcc_degree)
     Scheme("lcc", "lcc", "LCC", False, "C4",
            {"degree": Setting(or_words(integer(1), "auto"), "auto"), "robust": ROBUST}),
-    # bacc's robust decoder by name too (codes.berrut.BACC.robust_methods); true: "screen"
-    Scheme("bacc", "berrut", "BACC", False, "C0",
-           {"robust": Setting(or_words(BOOL, "auto", "screen", "locator"), "auto")}),
+    # bacc's robust decoders by name too (codes.berrut.BACC.robust_methods)
+    Scheme("bacc", "berrut", "BACC", False, "C0", {"robust": Setting(
+        or_words(BOOL, "auto", "screen", "locator", "spline-screen"), "auto")}),
     Scheme("letcc", "letcc", "LeTCC", True, "C1",
            {"lambda_enc": LAMBDA, "lambda_dec": LAMBDA, "robust": LETCC_ROBUST}),
     Scheme("gcc", "gcc", "GCC", True, "C2", GCC_OPTIONS),
