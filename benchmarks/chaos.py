@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 
-from launch import mpiexec
+from launch import is_openmpi, mpiexec
 
 from gcc_mpi.runtime.warden import process_gone
 from gcc_mpi.core.simulate import replay
@@ -131,11 +131,6 @@ model = "fixed"
 count = 2
 delay = 0.25
 """
-
-
-def flavour():
-    text = subprocess.run([mpiexec(), "--version"], capture_output=True, text=True).stdout
-    return "openmpi" if "Open MPI" in text or "prterun" in text else "mpich"
 
 
 def launcher(ompi, ranks, hosts, folder, keep_going):
@@ -498,7 +493,7 @@ def main():
     kinds = args.kinds.split(",")
     if set(kinds) - set(KINDS) or args.ranks % args.hosts or args.trials < 30:
         p.error(f"--kinds from {','.join(KINDS)}; --ranks a multiple of --hosts; --trials >= 30")
-    ompi = flavour() == "openmpi"
+    ompi = is_openmpi()
     if args.hosts > 1 and subprocess.run([str(HOSTS_SSH), BED[0], "true"]).returncode != 0:
         sys.exit("chaos: the hosts are not up: run .ci/hosts-up.sh (as root) first")
     top = Path(tempfile.mkdtemp(prefix="chaos-"))
