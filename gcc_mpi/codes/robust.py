@@ -94,17 +94,7 @@ def loo_screen(points, Y, most):
     OUTLIER times the median one, up to 2·``most`` times — two lies side by side make an honest
     neighbour look like one — then a dropped result whose residual among the kept ones is no
     outlier is taken back. Non-finite rows are dropped first."""
-    keep = finite_rows(Y)
-    size = np.median(np.linalg.norm(Y[keep], axis=1)) if keep.any() else 0.0
-    for _ in range(2 * most):
-        idx = np.flatnonzero(keep)
-        if len(idx) < 4:
-            break
-        r = loo_residuals(points[idx], Y[idx])
-        j = int(np.argmax(r))
-        if r[j] <= max(OUTLIER * np.median(r), FLOOR * size):
-            break
-        keep[idx[j]] = False
+    keep, size = drop_outliers(Y, most, lambda idx: loo_residuals(points[idx], Y[idx]))
     for i in np.flatnonzero(~keep & finite_rows(Y)):
         idx = np.flatnonzero(keep)
         if len(idx) < 3:
@@ -287,17 +277,28 @@ def spline_screen(points, Y, N, most):
     times the median one, up to 2·``most`` times. Unlike the neighbours' line, the fit is pulled
     little by a lie (lambda is chosen for that), so a liar's residual is about its own error
     while an honest one's is the spline's bias."""
+    def residuals(idx):
+        fit = adversarial_spline(points[idx]).apply(
+            Y[idx], adversarial_lambda(len(idx), N, most))
+        return np.linalg.norm(Y[idx] - fit, axis=1)
+
+    return drop_outliers(Y, most, residuals)[0]
+
+
+def drop_outliers(Y, most, residuals):
+    """(keep, size): the rows of Y kept once the one with the largest of ``residuals(idx)``
+    (over the kept rows ``idx``) was dropped while it is OUTLIER times the median one (and
+    above FLOOR times ``size``, the median result's norm), up to 2·``most`` times — two lies
+    side by side make an honest neighbour look like one. Non-finite rows are dropped first."""
     keep = finite_rows(Y)
     size = np.median(np.linalg.norm(Y[keep], axis=1)) if keep.any() else 0.0
     for _ in range(2 * most):
         idx = np.flatnonzero(keep)
         if len(idx) < 4:
             break
-        lam = adversarial_lambda(len(idx), N, most)
-        fit = adversarial_spline(points[idx]).apply(Y[idx], lam)
-        r = np.linalg.norm(Y[idx] - fit, axis=1)
+        r = residuals(idx)
         j = int(np.argmax(r))
         if r[j] <= max(OUTLIER * np.median(r), FLOOR * size):
             break
         keep[idx[j]] = False
-    return keep
+    return keep, size
