@@ -70,18 +70,27 @@ def digits():
     return prepare(job, job.points[:1])[0][1]
 
 
+def planted(plain, digits, rng, liars, with_inputs=False):
+    """A batch of digits through ``plain`` with the results of ``liars`` sign-flipped 10x: (Y,
+    f(X), the honest decode's squared error, the decode's arguments beyond the results: alpha
+    and the inputs when ``with_inputs``, as gcc-manifold's decoder needs them)."""
+    X = digits.dataset.sample(rng, plain.K)
+    U, facts = plain.encode(X)
+    extra = (facts.get("alpha"), (X, U)) if with_inputs else ()
+    Y, truth = digits.target(U), digits.target(X)
+    honest = np.sum((plain.decode(np.arange(plain.N), Y, *extra)[0] - truth) ** 2)
+    Y[liars] = -10 * Y[liars]
+    return Y, truth, honest, extra
+
+
 @pytest.mark.parametrize("scheme", ["bacc", "letcc", "gcc"])
 def test_the_screen_finds_a_planted_sign_flip_worker(scheme, digits):
     N, K = 40, 10
     rng = np.random.default_rng(3)
     plain, robust = make_code(scheme, N, K), make_code(scheme, N, K)
-    robust.set_robust(True, 1)
+    robust.set_robust("screen", 1)  # the neighbours' screen, whatever true means for scheme
     for liar in (0, 7, 23, 39):
-        X = digits.dataset.sample(rng, K)
-        Y = digits.target(plain.encode(X)[0])
-        truth = digits.target(X)
-        honest = np.sum((plain.decode(np.arange(N), Y)[0] - truth) ** 2)
-        Y[liar] = -10 * Y[liar]
+        Y, truth, honest, _ = planted(plain, digits, rng, [liar])
         Y_hat, info = robust.decode(np.arange(N), Y)
         assert np.flatnonzero(info["flagged"]).tolist() == [liar]
         fooled = np.sum((plain.decode(np.arange(N), Y)[0] - truth) ** 2)
@@ -164,6 +173,16 @@ def test_the_locator_leaves_too_few_results_to_the_screen():
     assert np.isnan(info["locator_gap"]) and np.flatnonzero(info["flagged"]).tolist() == [6]
 
 
+def test_what_true_means_is_each_schemes_measured_choice():
+    """robust = true: the spline screen for letcc and gcc, the neighbours' screen for bacc and
+    gcc-manifold (LinearCode.robust_true; docs/science.md, "The spline screen for every code
+    with points")."""
+    for scheme, meant in [("bacc", "screen"), ("letcc", "spline-screen"),
+                          ("gcc", "spline-screen"), ("gcc-manifold", "screen")]:
+        code = make_code(scheme, 40, 10, robust=True, errors=1)
+        assert code.robust and code.robust_method is None and code.robust_true == meant, scheme
+
+
 def test_bacc_names_its_robust_decoder():
     job = parse_job("[code]\nworkers = 40\nschemes = [\"bacc\"]\n[adversaries]\ncount = 2\n")
     for word in ("locator", "screen"):
@@ -239,11 +258,7 @@ def test_letcc_spline_modes_are_the_adversarial_spline_and_its_screen(digits):
     spline.set_robust("spline", 2)
     screen.set_robust("spline-screen", 2)
     for liars in ([3, 4], [0, 30]):
-        X = digits.dataset.sample(rng, K)
-        Y = digits.target(plain.encode(X)[0])
-        truth = digits.target(X)
-        honest = np.sum((plain.decode(np.arange(N), Y)[0] - truth) ** 2)
-        Y[liars] = -10 * Y[liars]
+        Y, truth, honest, _ = planted(plain, digits, rng, liars)
         Y_hat, info = screen.decode(np.arange(N), Y)
         assert np.flatnonzero(info["flagged"]).tolist() == liars
         # the honest decode's error without two results: measured 1.00 (side by side) and 2.1
@@ -279,16 +294,11 @@ def test_the_spline_screen_serves_any_code_with_points(scheme, digits):
     plain, screen = make_code(scheme, N, K), make_code(scheme, N, K)
     screen.set_robust("spline-screen", 2)
     for liars in ([3, 4], [0, 30]):
-        X = digits.dataset.sample(rng, K)
-        U, facts = plain.encode(X)
-        alpha, inputs = facts.get("alpha"), (X, U)
-        Y, truth = digits.target(U), digits.target(X)
-        honest = np.sum((plain.decode(np.arange(N), Y, alpha, inputs)[0] - truth) ** 2)
-        Y[liars] = -10 * Y[liars]
-        Y_hat, info = screen.decode(np.arange(N), Y, alpha, inputs)
+        Y, truth, honest, extra = planted(plain, digits, rng, liars, with_inputs=True)
+        Y_hat, info = screen.decode(np.arange(N), Y, *extra)
         assert np.flatnonzero(info["flagged"]).tolist() == liars
         assert np.sum((Y_hat - truth) ** 2) < 4 * honest, np.sum((Y_hat - truth) ** 2) / honest
-        fooled = plain.decode(np.arange(N), Y, alpha, inputs)[0]
+        fooled = plain.decode(np.arange(N), Y, *extra)[0]
         assert np.sum((fooled - truth) ** 2) > 10 * honest  # the lies matter
 
 
