@@ -77,8 +77,8 @@ def named(ranks, peers):
     """``ranks`` as a line names them: "rank 5 (worker 4, pid 123 on host2)", or "ranks 5
     (...), 7 (...)"; ``peers``: {rank: (pid, host)}."""
     ranks = sorted(ranks)
-    each = ", ".join(f"{r} (worker {r - 1}, pid {peers.get(r, ('?', '?'))[0]} on "
-                     f"{peers.get(r, ('?', '?'))[1]})" for r in ranks)
+    where = {r: peers.get(r, ("?", "?")) for r in ranks}
+    each = ", ".join(f"{r} (worker {r - 1}, pid {where[r][0]} on {where[r][1]})" for r in ranks)
     return f"rank{'s' if len(ranks) > 1 else ''} {each}"
 
 
