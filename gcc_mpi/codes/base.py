@@ -84,6 +84,11 @@ class LinearCode:
         self.robust_method = robust if robust in self.robust_methods else None
         self.errors = int(errors)
 
+    @property
+    def robust_choice(self):
+        """The robust decoder a robust decode uses: the one named, else what true means."""
+        return self.robust_method or self.robust_true
+
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, X):
         """Encode one batch.
@@ -171,7 +176,7 @@ class LinearCode:
 
         if self.beta is None:
             keep = finite_rows(Y)
-        elif (self.robust_method or self.robust_true) == "spline-screen":
+        elif self.robust_choice == "spline-screen":
             keep = spline_screen(self.beta[received], Y, self.N, self.errors)
         else:
             keep = loo_screen(self.beta[received], Y, self.errors)

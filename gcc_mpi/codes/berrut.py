@@ -48,7 +48,7 @@ class BACC(LinearCode):
         """The screen's (LinearCode.trusted) or the locator's choice, with its gap (NaN where
         the screen chose). The locator's system has K + 2A + 2 unknowns: with fewer than
         K + 2A + 1 results its null space is more than one line, and the screen decides."""
-        locate = (self.robust_method or self.robust_true) == "locator"
+        locate = self.robust_choice == "locator"
         if not locate or len(received) < self.K + 2 * self.errors + 1:
             return super().trusted(received, Y)[0], {"locator_gap": np.nan} if locate else {}
         from .robust import rational_locator
