@@ -8,9 +8,10 @@ Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--cou
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
 [dB] without liars, with them decoded plainly and robustly; the share of the liars' used
 results that were flagged ("caught") and of the honest ones ("false"); the mean decode time
-robust over plain. A scheme's named robust modes (``MODES``) follow its row: "spline-screen" of
-bacc, letcc, gcc and gcc-manifold (results far from the adversarial spline of arXiv 2502.08058
-along beta dropped, the rest decoded plainly) and letcc's "spline" (that spline as published).
+robust over plain. A scheme's named robust decoders other than the one ``true`` means follow
+its row (``modes``): "screen" (the neighbours' leave-one-out screen), "spline-screen" (results
+far from the adversarial spline of arXiv 2502.08058 along beta dropped, the rest decoded
+plainly) and letcc's "spline" (that spline as published).
 
 ``--bacc KIND:SIZE ...`` instead: bacc's two robust decoders (code.bacc.robust = "screen", the
 leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on the same
@@ -30,15 +31,19 @@ from pathlib import Path
 import numpy as np
 
 from gcc_mpi.api import run_simulation
-from gcc_mpi.codes import DecodeError, make_code
+from gcc_mpi.codes import CLASSES, DecodeError, make_code
 from gcc_mpi.job.adversaries import KINDS
 from gcc_mpi.job.parse import load_job
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMES = ("replication", "bacc", "letcc", "gcc", "gcc-manifold")
-# a scheme's robust modes beside ``true``, each a row of its own
-MODES = {"bacc": ("spline-screen",), "letcc": ("spline", "spline-screen"),
-         "gcc": ("spline-screen",), "gcc-manifold": ("spline-screen",)}
+
+
+def modes(scheme):
+    """A scheme's named robust decoders other than the one ``true`` means, each a row of its
+    own (bacc's locator has its own part, ``--bacc``)."""
+    cls = CLASSES[scheme]
+    return [m for m in cls.robust_methods if m not in (cls.robust_true, "locator")]
 
 
 def db(x):
@@ -72,7 +77,7 @@ def part1(trials, kinds, count):
         for s in SCHEMES:
             r = robust[s]
             print(row(kind, s, clean[s], plain[s], r))
-            for mode in MODES.get(s, ()):
+            for mode in modes(s):
                 r = simulate(trials, liars + [f'code.schemes=["{s}"]',
                                               f'code.{s}.robust="{mode}"'])[s]
                 print(row(kind, f"{s}:{mode}", clean[s], plain[s], r))

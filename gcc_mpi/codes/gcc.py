@@ -55,10 +55,6 @@ class GCC(SmoothingCode):
     # the generic screens along beta (LinearCode.trusted), by name: the neighbours' and the
     # adversarial spline's, whatever the kernel and space this code then decodes in
     robust_methods = ("screen", "spline-screen")
-    # robust = true: the spline's screen, better than the neighbours' by 4.6 dB on the mean of
-    # the six adversary kinds and not worse on the worst one (digits MLP, K = 10, N = 40, 2
-    # liars: docs/science.md, "The spline screen for every code with points")
-    robust_true = "spline-screen"
     # the decoder's "space" (where it fits) comes from the "decoder" option: DECODER_SPACES
     AUTO = {"enc": 4.0, "dec": "loo", "search": "walk", "prior": 0.5}
 

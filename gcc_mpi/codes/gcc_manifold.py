@@ -28,9 +28,6 @@ REACH = 2.0
 
 class ManifoldGCC(GCC):
     trial_alpha = True
-    # robust = true: the neighbours' screen, unlike gcc; the spline's ties it on the mean of
-    # the six adversary kinds and is 2.6 dB worse on the worst (constant liars; science.md)
-    robust_true = "screen"
     AUTO = {**GCC.AUTO, "enc": 2.0}  # measured: docs/science.md, "Lengthscale"
 
     def __init__(self, N, K, kernel="matern52", lengthscale="auto", lambda_enc="auto",

@@ -20,7 +20,6 @@ class LeTCC(SmoothingCode):
     # beside the neighbours' screen (true): the adversarial-setting decoder of arXiv 2502.08058
     # as published, and results far from it dropped (docs/science.md compares the three)
     robust_methods = ("screen", "spline", "spline-screen")
-    robust_true = "spline-screen"  # as gcc's, by the same measurement (4.2 dB on the mean)
 
     def __init__(self, N, K, lambda_enc="auto", lambda_dec="auto", alpha=None):
         super().__init__(N, K, spline_semikernel, lambda_enc, lambda_dec, alpha)
