@@ -3,6 +3,7 @@
     python benchmarks/robust.py [--trials 100] [--kinds sign-flip noise ...] [--count 2]
     python benchmarks/robust.py --bacc sign-flip:10 noise:12 [--trials 100] [--count 2]
                                 [--workers 40] [--stragglers 4]
+    python benchmarks/robust.py --scale
 
 Part 1, the issue's workload: digits-mlp (K = 10, N = 40), 4 stragglers, ``--count`` liars of
 each kind (size 10: 10x the signal; bit-flip: a random bit), simulated. Per scheme: the nmse
@@ -18,6 +19,11 @@ leave-one-out screen, and "locator", ApproxIFER's rational Berlekamp–Welch) on
 workload, each kind at its size (noise 12: sigma = 12 x the rms of a result, about 100 in the
 digits MLP's logits, ApproxIFER's adversary); ``--workers`` and ``--stragglers`` set N and S
 (ApproxIFER's runs: N = K + S + 2A + 1).
+
+``--scale`` instead: the neighbours' screen alone (codes.robust.loo_screen) at 36, 600 and 3000
+results with 2, 30 and 300 sign-flip liars of 10x placed at random (runs side by side among
+them), on ten sines along Chebyshev points: its CPU time per screen and the liars missed and
+honest results flagged.
 
 Part 2, lcc's exact correction: a degree-2 polynomial, K = 4 (D = 6), A liars at N = D + 1 + 2A
 and N one less with A + 1 liars: the median nmse, failed trials, and the Berlekamp–Welch
@@ -122,6 +128,26 @@ def bacc_decoders(trials, kinds, count, N=40, S=4):
                   f"{1e3 * np.nanmean(r['t_decode']):9.2f}")
 
 
+def screen_scale(repeat=3):
+    """The neighbours' screen's cost and catch as the results and liars grow."""
+    from gcc_mpi.codes.robust import loo_screen
+
+    rng = np.random.default_rng(0)
+    print(f"{'results':>7} {'liars':>5} {'CPU ms':>8} {'missed':>6} {'false':>5}")
+    for n, liars in ((36, 2), (600, 30), (3000, 300)):
+        points = np.sort(np.cos(np.linspace(0, np.pi, n)))
+        Y = np.stack([np.sin(3 * points + k) for k in range(10)], axis=1)
+        lying = rng.choice(n, liars, replace=False)
+        Y[lying] *= -10
+        t0 = time.process_time()
+        for _ in range(repeat):
+            keep = loo_screen(points, Y, liars)
+        cpu = (time.process_time() - t0) / repeat
+        missed = int(keep[lying].sum())
+        false = int((~keep).sum()) - (liars - missed)
+        print(f"{n:7d} {liars:5d} {1e3 * cpu:8.1f} {missed:6d} {false:5d}")
+
+
 def lcc_case(N, K, A, liars, trials):
     code = make_code("lcc", N, K, degree=2)
     code.set_robust(True, A)
@@ -166,6 +192,8 @@ def main():
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     ap.add_argument("--workers", type=int, default=40, help="N (--bacc only)")
     ap.add_argument("--stragglers", type=int, default=4, help="S (--bacc only)")
+    ap.add_argument("--scale", action="store_true",
+                    help="only the neighbours' screen's cost and catch at 36 to 3000 results")
     ap.add_argument("--bacc", nargs="+", metavar="KIND:SIZE",
                     help="only bacc's robust decoders (screen, locator), each kind at its size")
     args = ap.parse_args()
@@ -174,7 +202,9 @@ def main():
         if kind not in KINDS or not size.replace(".", "", 1).isdigit():
             ap.error(f"--bacc wants KIND:SIZE with KIND one of {', '.join(KINDS)}, got {spec!r}")
     t0 = time.monotonic()
-    if args.bacc:
+    if args.scale:
+        screen_scale()
+    elif args.bacc:
         bacc_decoders(args.trials, args.bacc, args.count, args.workers, args.stragglers)
     else:
         part1(args.trials, args.kinds, args.count)

@@ -190,6 +190,23 @@ def test_the_screen_catches_two_liars_side_by_side(scheme, digits):
         assert np.flatnonzero(info["flagged"]).tolist() == [first, first + 1], first
 
 
+def test_the_screen_peels_a_run_of_liars_on_a_straight_stretch():
+    """Three liars side by side where f is nearly straight along beta explain one another by a
+    line through two of them; the nearest two's line then peels the run from its ends
+    (codes.robust.loo_screen's second step). Without it the run at 5-7 was missed; the nearest
+    two alone flagged honest neighbours with it (16-21 for the run at 18). A run at an end of
+    beta's range is not caught: its honest neighbours are all on one side (docs/science.md)."""
+    from gcc_mpi.codes.robust import loo_screen
+
+    points = np.sort(np.cos(np.linspace(0, np.pi, 40)))
+    Y = np.stack([np.sin(3 * points + k) for k in range(10)], axis=1)
+    for first in (5, 12, 18, 30):
+        lying = [first, first + 1, first + 2]
+        Z = Y.copy()
+        Z[lying] *= -10
+        assert np.flatnonzero(~loo_screen(points, Z, 3)).tolist() == lying, first
+
+
 def test_bacc_names_its_robust_decoder():
     job = parse_job("[code]\nworkers = 40\nschemes = [\"bacc\"]\n[adversaries]\ncount = 2\n")
     for word in ("locator", "screen"):
