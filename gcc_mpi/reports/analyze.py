@@ -289,6 +289,11 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
             if given:
                 raise JobError(option, "applies to results files, not to a probe file")
         return main_analyze_probe(paths[0], json_out=json, plot=plot, overwrite=overwrite)
+    return _analyze_results(paths, json, csv, rate, plot, html, labels, overwrite)
+
+
+def _analyze_results(paths, json, csv, rate, plot, html, labels, overwrite):
+    """main_analyze of results files (not a probe's): the outputs asked for, then the text."""
     analysis = Analysis(paths, labels)
     rates = analysis.rates(rate) if rate else None  # a bad key fails before any output
     if plot or html:
@@ -314,6 +319,13 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         page = build(analysis, rate, made)
         _writing("--html", html, lambda: _write_text(html, page))
         log.info("wrote %s", html, extra=PLAIN)
+    _print(analysis, json, rate, rates)
+    return 0
+
+
+def _print(analysis, json, rate, rates):
+    """What analyze prints: the table (or JSON), the suspects, the rates, and a note per
+    incomplete file."""
     if json and rate:
         shown = {label: rates_json(r, rate) for label, r in rates.items()}
         print(_json.dumps(_clean(shown if analysis.several else shown[None])))
@@ -331,7 +343,6 @@ def main_analyze(paths, json=False, csv=None, rate=None, plot=None, html=None,
         if not r.complete:
             log.warning("note: %s is incomplete (run interrupted or still running)", r.path,
                         extra=PLAIN)
-    return 0
 
 
 def _write_text(path, text):
