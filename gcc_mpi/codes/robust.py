@@ -122,8 +122,11 @@ def loo_screen(points, Y, most):
     3. the dropped results that the kept ones explain (their residual by step 1's rule below
        OUTLIER times the kept ones' median) are taken back, the best explained first (one
        taken back can vouch for its dropped neighbour)."""
-    reach = min(most + 1, REACH)
     finite = finite_rows(Y)
+    most = liars_left(finite, most)
+    if most == 0:
+        return finite
+    reach = min(most + 1, REACH)
     keep, size = drop_outliers(Y, 2 * most, lambda idx: loo_residuals(points[idx], Y[idx], reach),
                                points, reach)
     if most >= 3:
@@ -331,7 +334,15 @@ def spline_screen(points, Y, N, most):
             Y[idx], adversarial_lambda(len(idx), N, most))
         return np.linalg.norm(Y[idx] - fit, axis=1)
 
-    return drop_outliers(Y, 2 * most, residuals)[0]
+    return drop_outliers(Y, 2 * liars_left(finite_rows(Y), most), residuals)[0]
+
+
+def liars_left(finite, most):
+    """The liars a screen still looks for once the rows ``finite_rows`` refused (each a lie)
+    are counted: their drops would otherwise go to honest results (a bit flipped into the
+    exponent of 2 of 2 liars left bacc 4 drops among 21 honest results, and honest workers
+    named in 60-87% of the trials)."""
+    return max(most - int((~finite).sum()), 0)
 
 
 def drop_outliers(Y, budget, residuals, points=None, reach=0, keep=None):
