@@ -318,8 +318,12 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
         if process_gone(daemon):
             return
         if last_word is None:
-            if starting is None and not any(state(pid) for pid in ranks) and not conns:
-                return  # every rank of the host ended without a word (killed by its launcher)
+            # every rank of the host ended without a word (killed by its launcher), and no
+            # watch is left to say which died first: a ``MidRun`` still looking has seen some
+            # of them end, and the last may have ended since (its next look says it)
+            if (starting is None and running is None and not any(state(pid) for pid in ranks)
+                    and not conns):
+                return
             continue
         now = time.monotonic()
         left = resume_stopped(ranks)
