@@ -216,10 +216,12 @@ class MidRun:
     pidfds wake the warden once they ended, but their order is not the order of the deaths
     (``checkin``). Were a rank of the host never checked in, the pidfds' order is all there is.
     A host's ranks that outlive the death by FOLLOW s go on (ULFM, hydra's
-    ``-disable-auto-cleanup``): rank 0 names the dead rank itself."""
+    ``-disable-auto-cleanup``): rank 0 names the dead rank itself. Where the warden names
+    nobody (``names`` false: ``_after_start``), the pidfds only wake it once its ranks ended,
+    not a second later (the look it otherwise takes while they run)."""
 
-    def __init__(self, watch, inbox):
-        self.watch, self.inbox, self.died, self.since = watch, inbox, [], None
+    def __init__(self, watch, inbox, names=True):
+        self.watch, self.inbox, self.names, self.died, self.since = watch, inbox, names, [], None
 
     def fds(self):
         return self.watch.fds()
@@ -228,6 +230,8 @@ class MidRun:
         """The line that names the rank that died first, "" when the job goes on without a
         word of the warden's, or None (look again)."""
         self.died += self.watch.died()  # and the pidfds are read: they wake the warden no more
+        if not self.names:
+            return None
         held = set(self.watch.ranks) <= self.inbox.checked
         dead = [p for p in self.inbox.gone if p in self.watch.ranks] if held else self.died
         if not dead:
@@ -244,15 +248,13 @@ class MidRun:
 
 
 def _after_start(watch, daemon, inbox):
-    """The watch over the host's ranks once they all started: a ``MidRun`` on a host of
-    hydra's without rank 0, else None (``watch`` closed). Open MPI's launcher names a rank
-    that a signal ended itself ("prterun noticed that process rank 5 ... exited on signal
-    9"), and its daemons, unlike hydra's proxies, outlive an MPI_Abort's end of their ranks
+    """The watch over the host's ranks once they all started: a ``MidRun``, which names a
+    rank on a host of hydra's without rank 0 only. Open MPI's launcher names a rank that a
+    signal ended itself ("prterun noticed that process rank 5 ... exited on signal 9"), and
+    its daemons, unlike hydra's proxies, outlive an MPI_Abort's end of their ranks
     (``_forwards`` could not tell the two apart)."""
-    if 0 in watch.ranks.values() or _name(daemon) != HYDRA_PROXY:
-        watch.close()
-        return None
-    return MidRun(watch, inbox)
+    names = 0 not in watch.ranks.values() and _name(daemon) == HYDRA_PROXY
+    return MidRun(watch, inbox, names)
 
 
 def _forwards(daemon):
@@ -392,8 +394,8 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
             # every rank of the host ended without a word (killed by its launcher), and no
             # watch is left to say which died first: a ``MidRun`` still looking has seen some
             # of them end, and the last may have ended since (its next look says it)
-            if (starting is None and running is None and not any(state(pid) for pid in ranks)
-                    and not inbox.conns):
+            if (starting is None and (running is None or not running.names)
+                    and not any(state(pid) for pid in ranks) and not inbox.conns):
                 return
             continue
         now = time.monotonic()
