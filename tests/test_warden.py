@@ -51,14 +51,16 @@ def test_the_warden_resumes_a_stopped_rank_and_kills_a_stuck_one(tmp_path):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(warden._ADDRESS.format(daemon=daemon.pid))
         listener.listen(8)
-        watcher = threading.Thread(target=warden.watch, args=(listener, daemon.pid, set()),
-                                   kwargs=dict(end_grace=2.0), daemon=True)
-        watcher.start()
         (tmp_path / "go.up").touch()
         until = time.monotonic() + 60  # events, not times: the ranks said "rank", then /proc
         while not all((tmp_path / f"go.{role}").exists() for role in pids):
             assert time.monotonic() < until
             time.sleep(0.02)
+        # the warden from here, its ranks' words waiting: one that knows no rank of its host
+        # after its first look (a second) would take them all for ended (a slow start)
+        watcher = threading.Thread(target=warden.watch, args=(listener, daemon.pid, set()),
+                                   kwargs=dict(end_grace=2.0), daemon=True)
+        watcher.start()
         os.kill(pids["stopped"], signal.SIGSTOP)  # says it is stopped
         while startwatch.state(pids["stopped"]) != "T":
             assert time.monotonic() < until, startwatch.state(pids["stopped"])
