@@ -168,7 +168,7 @@ def ft_mode(MPI):
 def start():
     """Initialise MPI (once) and return the ``mpi4py.MPI`` module; this host's warden (if any)
     is told that this rank is past MPI_Init, where a rank that died or stopped before would
-    have kept it for ever (``startwatch``)."""
+    have kept it for ever (``startwatch``), and holds this rank's check-in (``warden.check_in``)."""
     import mpi4py
 
     from . import warden
@@ -177,7 +177,7 @@ def start():
     mpi4py.rc.thread_level = "single"
     from mpi4py import MPI
 
-    warden.tell("up")
+    warden.check_in()  # held until this rank ends: its close says that it died (``checkin``)
     return MPI
 
 

@@ -11,7 +11,9 @@ So the first rank of each host to start forks a warden before MPI starts (the on
 the host's abstract Unix socket, named after the launcher's daemon there — hydra's proxy, Open
 MPI's prted or prterun, the parent of every rank of the host), in a session of its own (out of
 the launcher's process groups, like rank 0's ``witness``); every other rank of the host says
-``rank`` to it at start-up. Each rank tells it ``leaving`` when it leaves in order (after LEAVE,
+``rank`` to it at start-up, and once past MPI_Init checks in (``check_in``): connections it
+holds until it dies, whose close tells the warden which rank of the host died first
+(``MidRun``). Each rank tells it ``leaving`` when it leaves in order (after LEAVE,
 a revoke, rank 0's end) or ``abort`` when it ends the job itself; from the first such word on,
 the warden:
 
@@ -39,7 +41,7 @@ import time
 
 from ..core.launcher import launcher_local_size, launcher_rank, launcher_size
 from ..logs import PREFIX
-from . import startwatch
+from . import checkin, startwatch
 from .last_lines import drain, quiet_from_here
 from .startwatch import StartWatch, end_ranks, state
 from .witness import ending_line
@@ -55,6 +57,7 @@ HYDRA_PROXY = "hydra_pmi_proxy"
 
 
 _joined = None  # this rank's start(): it forked the warden (True) or told it of itself (False)
+_held = None    # this rank's check-in (``check_in``): its descriptors
 
 
 def start():
@@ -116,6 +119,25 @@ def tell(word, tries=1):
                 time.sleep(0.01)
 
 
+def check_in():
+    """Tell this host's warden (if any) that this rank is past MPI_Init, on connections it holds
+    until it dies (``checkin``: on descriptor 0 and a high one, ``in``), whose close tells the
+    warden that it died before its launcher can know (``MidRun``); once. Rank 0, whose stdin
+    the launcher feeds and whose host's warden names nobody (rank 0's witness does), says
+    ``up``; so does a rank that cannot check in. On rank 0's node a worker's check-in with the
+    witness then takes descriptor 0 over (``witness.check_in``): that warden needs no order."""
+    global _held
+    if not sys.platform.startswith("linux") or _held is not None:
+        return
+    _held = []
+    if launcher_rank() != 0:
+        _held = checkin.hold(_ADDRESS.format(daemon=os.getppid()),
+                             f"in {os.getpid()} {launcher_rank()}\n",
+                             (0, checkin.top(below=1))) or []
+    if not _held:
+        tell("up")
+
+
 def resume_stopped(ranks):
     """SIGCONT to the stopped ones of ``ranks`` (pids); the ones still there."""
     left = [pid for pid in ranks if state(pid) is not None]
@@ -170,13 +192,14 @@ def _name(pid):
 
 
 def _heard(line, ranks, starting):
-    """A rank's word ``line`` ("WORD PID RANK") taken in: a ``rank`` or ``up`` adds the rank
-    to ``ranks`` (and to the ``starting`` watch); the word."""
+    """A rank's word ``line`` ("WORD PID RANK") taken in: a ``rank``, ``up`` or ``in`` (up, on a
+    check-in) adds the rank to ``ranks`` (and to the ``starting`` watch); the word."""
     word, pid, rank = (line.decode(errors="replace").split() + ["", "", ""])[:3]
-    if word in ("rank", "up") and pid.isdigit():
+    if word in ("rank", "up", "in") and pid.isdigit():
         ranks.add(int(pid))
         if starting is not None:
-            starting.note(int(pid), int(rank) if rank.isdigit() else None, up=word == "up")
+            starting.note(int(pid), int(rank) if rank.isdigit() else None,
+                          up=word in ("up", "in"))
     return word
 
 
@@ -189,11 +212,16 @@ class MidRun:
     warden can say which rank it was. It says it on its rank's stderr, which it holds open: the
     proxy forwards what its ranks write until the last of their stderr closes.
 
+    Which rank died first is the first whose check-in closed (``Inbox.gone``): the ranks'
+    pidfds wake the warden once they ended, but their order is not the order of the deaths
+    (``checkin``). Were a rank of the host never checked in, the pidfds' order is all there is.
     A host's ranks that outlive the death by FOLLOW s go on (ULFM, hydra's
-    ``-disable-auto-cleanup``): rank 0 names the dead rank itself."""
+    ``-disable-auto-cleanup``): rank 0 names the dead rank itself. Where the warden names
+    nobody (``names`` false: ``_after_start``), the pidfds only wake it once its ranks ended,
+    not a second later (the look it otherwise takes while they run)."""
 
-    def __init__(self, watch):
-        self.watch, self.dead, self.since = watch, [], None
+    def __init__(self, watch, inbox, names=True):
+        self.watch, self.inbox, self.names, self.died, self.since = watch, inbox, names, [], None
 
     def fds(self):
         return self.watch.fds()
@@ -201,12 +229,16 @@ class MidRun:
     def look(self):
         """The line that names the rank that died first, "" when the job goes on without a
         word of the warden's, or None (look again)."""
-        self.dead += self.watch.died()
-        if not self.dead:
+        self.died += self.watch.died()  # and the pidfds are read: they wake the warden no more
+        if not self.names:
+            return None
+        held = set(self.watch.ranks) <= self.inbox.checked
+        dead = [p for p in self.inbox.gone if p in self.watch.ranks] if held else self.died
+        if not dead:
             return None
         self.since = self.since or time.monotonic()
         if not self.watch.living():  # the launcher ended the host's ranks: the job is over
-            pid = self.dead[0]
+            pid = dead[0]
             return ending_line([self.watch.ranks[pid]], seen_by=f"{self.watch.host}'s warden",
                                where=f"pid {pid} on {self.watch.host}")
         return "" if time.monotonic() > self.since + FOLLOW else None
@@ -215,16 +247,14 @@ class MidRun:
         self.watch.close()
 
 
-def _after_start(watch, daemon):
-    """The watch over the host's ranks once they all started: a ``MidRun`` on a host of
-    hydra's without rank 0, else None (``watch`` closed). Open MPI's launcher names a rank
-    that a signal ended itself ("prterun noticed that process rank 5 ... exited on signal
-    9"), and its daemons, unlike hydra's proxies, outlive an MPI_Abort's end of their ranks
+def _after_start(watch, daemon, inbox):
+    """The watch over the host's ranks once they all started: a ``MidRun``, which names a
+    rank on a host of hydra's without rank 0 only. Open MPI's launcher names a rank that a
+    signal ended itself ("prterun noticed that process rank 5 ... exited on signal 9"), and
+    its daemons, unlike hydra's proxies, outlive an MPI_Abort's end of their ranks
     (``_forwards`` could not tell the two apart)."""
-    if 0 in watch.ranks.values() or _name(daemon) != HYDRA_PROXY:
-        watch.close()
-        return None
-    return MidRun(watch)
+    names = 0 not in watch.ranks.values() and _name(daemon) == HYDRA_PROXY
+    return MidRun(watch, inbox, names)
 
 
 def _forwards(daemon):
@@ -236,38 +266,81 @@ def _forwards(daemon):
     return not process_gone(daemon)
 
 
-def _take_words(ready, listener, conns, buffer, ranks, starting):
-    """The ranks' words on the ``ready`` connections (and on those ``listener`` accepts now),
-    each whole line at once, not at the connection's end: a rank that says "leaving" and
-    exits is not seen to die before its word. ``_heard`` takes each in."""
-    words = []
-    for r in ready:
-        if r is listener:  # and its words at once: a rank may say "rank" and die
-            conn, _ = listener.accept()
-            conn.setblocking(False)
-            conns.append(conn)
-            buffer[conn] = b""
-            ready.append(conn)
-            continue
-        if r not in buffer:  # a pidfd's epoll: ``StartWatch`` reads it
-            continue
+class Inbox:
+    """The ranks' words on the warden's socket, each whole line at once, not at the
+    connection's end (a rank that says "leaving" and exits is not seen to die before its
+    word), and the ends of their check-ins (``check_in``: the connections that said ``in``) in
+    the order they came, in ``gone`` (pids; ``checked``: every rank that checked in). One epoll
+    waits on them all, whose ready list keeps that order, and on a watch's fds (pidfds)."""
+
+    def __init__(self, listener):
+        self.listener, self.poller = listener, select.epoll()
+        self.conns, self.buffer, self.held = {}, {}, {}  # by fd: socket, bytes, pid checked in
+        self.gone, self.checked = [], set()
+        listener.setblocking(False)
+        self.poller.register(listener.fileno(), select.EPOLLIN)
+
+    def wait(self, timeout, fds=()):
+        """The lines ("WORD PID RANK") that came within ``timeout`` s, or once one of ``fds``
+        is readable (registered for this wait only: a watch closes them)."""
+        for fd in fds:
+            self.poller.register(fd, select.EPOLLIN)
         try:
-            data = r.recv(256)
-        except BlockingIOError:
-            continue
-        buffer[r] += data
-        if not data:
-            conns.remove(r)
-            r.close()
-            buffer[r] += b"\n"
-        *lines, buffer[r] = buffer[r].split(b"\n")
-        words += [_heard(line, ranks, starting) for line in lines]
-        if not data:
-            del buffer[r]
-    return words
+            ready = self.poller.poll(timeout)
+        finally:
+            for fd in fds:
+                self.poller.unregister(fd)
+        lines = []
+        for fd, _ in ready:  # in the order they came
+            if fd == self.listener.fileno():
+                lines += self._accept()
+            elif fd in self.conns:
+                lines += self._read(fd)
+        return lines
+
+    def _accept(self):
+        """Every waiting connection, and its words at once: a rank may say "rank" and die."""
+        lines = []
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return lines
+            conn.setblocking(False)
+            self.conns[conn.fileno()], self.buffer[conn.fileno()] = conn, b""
+            self.poller.register(conn.fileno(), select.EPOLLIN)
+            lines += self._read(conn.fileno())
+
+    def _read(self, fd):
+        conn, lines = self.conns[fd], []
+        while True:
+            try:
+                data = conn.recv(256)
+            except (BlockingIOError, InterruptedError):
+                return lines
+            except OSError:  # reset: ended as much as a close
+                data = b""
+            *whole, self.buffer[fd] = (self.buffer[fd] + (data or b"\n")).split(b"\n")
+            for line in whole:
+                word, _, rest = line.partition(b" ")
+                if word == b"in" and rest.split()[:1] and rest.split()[0].isdigit():
+                    self.held[fd] = int(rest.split()[0])
+                    self.checked.add(self.held[fd])
+            lines += whole
+            if not data:
+                self._close(fd)
+                return lines
+
+    def _close(self, fd):
+        self.poller.unregister(fd)
+        self.conns.pop(fd).close()
+        del self.buffer[fd]
+        pid = self.held.pop(fd, None)
+        if pid is not None and pid not in self.gone:  # a rank's first check-in to close
+            self.gone.append(pid)
 
 
-def _start_look(starting, last_word, ranks, daemon):
+def _start_look(starting, last_word, ranks, daemon, inbox):
     """One look of ``starting`` (the host's ranks while MPI starts; none once a rank said its
     last word): (the watch still starting or None, ``MidRun`` or None once all started, True
     when the warden ended the job because it cannot start)."""
@@ -275,7 +348,8 @@ def _start_look(starting, last_word, ranks, daemon):
     if verdict is None and last_word is None:
         return starting, None, False
     ranks.update(starting.living())
-    running = _after_start(starting, daemon) if verdict == "started" else starting.close()
+    running = (_after_start(starting, daemon, inbox) if verdict == "started"
+               else starting.close())
     if verdict in (None, "started", "launcher"):
         return None, running, False
     said(verdict)  # the job cannot start: end it
@@ -291,21 +365,20 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
     ``ranks`` (pids: the first, then each that says ``rank``; ``daemon``'s other children, such
     as Open MPI's ssh agents, are not the job's ranks) looked at every LOOK s once a rank
     leaves; until then, ``starting`` (a ``startwatch.StartWatch``, if given) watches them start."""
-    ranks, conns, buffer = set(ranks), [], {}
+    ranks, inbox = set(ranks), Inbox(listener)
     last_word, aborted, daemon_end, any_daemon = None, None, None, False
     running = None  # after the start: ``MidRun``
     while True:
         # a look a second until the first word (the ranks run), then every LOOK s
         pidfds = (starting or running).fds() if (starting or running) else []
         wait = (startwatch.LOOK if starting is not None else 1.0) if last_word is None else LOOK
-        ready, _, _ = select.select([listener, *conns, *pidfds], [], [], wait)
-        for word in _take_words(ready, listener, conns, buffer, ranks, starting):
+        for word in [_heard(line, ranks, starting) for line in inbox.wait(wait, pidfds)]:
             if word in ("leaving", "abort"):
                 last_word = time.monotonic()
                 if word == "abort":
                     aborted = aborted or last_word
         if starting is not None:
-            starting, running, ended = _start_look(starting, last_word, ranks, daemon)
+            starting, running, ended = _start_look(starting, last_word, ranks, daemon, inbox)
             if ended:
                 last_word = aborted = time.monotonic()
                 any_daemon = True
@@ -318,8 +391,12 @@ def watch(listener, daemon, ranks, end_grace=END_GRACE, abort_grace=ABORT_GRACE,
         if process_gone(daemon):
             return
         if last_word is None:
-            if starting is None and not any(state(pid) for pid in ranks) and not conns:
-                return  # every rank of the host ended without a word (killed by its launcher)
+            # every rank of the host ended without a word (killed by its launcher), and no
+            # watch is left to say which died first: a ``MidRun`` still looking has seen some
+            # of them end, and the last may have ended since (its next look says it)
+            if (starting is None and (running is None or not running.names)
+                    and not any(state(pid) for pid in ranks) and not inbox.conns):
+                return
             continue
         now = time.monotonic()
         left = resume_stopped(ranks)

@@ -10,15 +10,14 @@ kills process groups: the witness outlives them). It listens on an abstract Unix
 after rank 0's pid; every worker on rank 0's node connects at start-up (twice, ``check_in``)
 and says its rank, and rank 0 keeps a pipe to it. A dying process's files close one by one,
 and one of a worker's check-ins closes before its PMI socket, whose close hydra reacts to
-(``check_in``), so the first connection to close is the rank that died first. Unless rank 0
+(``checkin``), so the first connection to close is the rank that died first. Unless rank 0
 said ``done`` before (it ends the job itself: normal end, a stop, an abort), the witness then
 prints which rank that was to rank 0's stderr — hydra forwards it — and exits. Ranks on other
-nodes are not watched. Linux only (abstract sockets); elsewhere there is no witness.
+nodes are not watched (their host's warden names them: ``warden.MidRun``). Linux only (abstract
+sockets); elsewhere there is no witness.
 """
 
-import fcntl
 import os
-import resource
 import select
 import socket
 import sys
@@ -26,10 +25,10 @@ import time
 from contextlib import contextmanager
 
 from ..logs import PREFIX
+from . import checkin
 
 _current = None
 _ADDRESS = "\0gcc_mpi-witness-{pid}"
-TOP = 4096  # a worker's second check-in takes the descriptor below this (``check_in``)
 
 
 class Witness:
@@ -103,41 +102,11 @@ def started():
 
 
 def check_in(master_pid, rank):
-    """On a worker on rank 0's node: connect to the witness and say who this is, twice: on the
-    lowest descriptor (0, the worker's stdin, which no launcher feeds to a worker) and on
-    ``_top()``. Hydra ends every rank of the node once a rank's PMI socket closes, and a dying
-    process's files are released one by one in the order of their descriptors (descending on
-    this machine's kernel, 6.18, measured; ascending where a kernel releases them first in,
-    first out), so a check-in on the other side of the PMI socket could close after hydra's
-    kill had ended another rank, whose check-in then came first: the likely cause of the
-    witness naming rank 10 for a killed rank 8 (issue 38; tests/test_witness.py). One of the
-    two is released before any other file of the worker, whichever the order. Kept open until
-    the process ends, by no program it runs (close-on-exec); None if there is no witness."""
-    kept = []
-    try:
-        for target in (0, _top()):
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.connect(_ADDRESS.format(pid=master_pid))
-                s.sendall(f"{rank}\n".encode())
-                fd = s.detach()  # a bare descriptor: open until the process ends
-            if target is not None and target != fd:
-                moved = (os.dup2(fd, 0, inheritable=False) if target == 0
-                         else fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, target))
-                os.close(fd)
-                fd = moved
-            kept.append(fd)
-        return kept
-    except OSError:
-        return kept or None
-
-
-def _top():
-    """The descriptor a worker's second check-in takes: above any that MPI opens (hydra's PMI
-    socket is numbered by the rank on its node, 10 to 60 for 12 ranks here), within the limit
-    on open files and at most TOP (the table of descriptors grows to it)."""
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    top = min(TOP, soft if soft != resource.RLIM_INFINITY else TOP) - 1
-    return top if top > 2 else None
+    """On a worker on rank 0's node: connect to the witness and say who this is, twice, on the
+    descriptors of ``checkin`` (0 and the highest), so that the first check-in to close is the
+    worker that died first, even though hydra ends every rank of the node once a rank's PMI
+    socket closes. Kept open until the process ends; None if there is no witness."""
+    return checkin.hold(_ADDRESS.format(pid=master_pid), f"{rank}\n", (0, checkin.top()))
 
 
 def _witness(pipe, listener):
