@@ -211,19 +211,11 @@ def test_refused_results_count_against_the_liars_a_screen_looks_for():
     """Two liars whose flipped exponent finite_rows refuses are the two the job declared: the
     screen then has no one left to look for (codes.robust.liars_left). Spent on the honest
     results, its 2A drops named honest workers in 60% of the trials (bacc) and cost gcc 58 dB."""
-    from jobfiles import small_job
+    from jobfiles import FAULTY
 
     from gcc_mpi.api import run_simulation
 
-    job = parse_job(small_job("exponent", ["bacc", "gcc"], 30, """
-[code.gcc]
-lambda_dec = 1e-6
-[adversaries]
-count = 2
-placement = "fixed"
-kind = "bit-flip"
-bit = 62
-""").replace("workers = 6", "workers = 23"))
+    job = parse_job(FAULTY)
     for scheme, r in run_simulation(job).points[0].schemes.items():
         honest = r["used"] & ~r["adversary"]
         assert np.all(r["flagged"][r["adversary"]]), scheme

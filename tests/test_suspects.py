@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from jobfiles import small_job
+from jobfiles import FAULTY
 from mpirun import needs_mpiexec, ranks_of
 from mpirun import run as launch
 from test_runtime import assert_same_as_simulate
@@ -16,21 +16,6 @@ from test_runtime import assert_same_as_simulate
 from gcc_mpi.files.reader import read_results
 from gcc_mpi.reports import html
 from gcc_mpi.reports.analyze import Analysis
-
-# two faulty nodes: the same two workers of 23 (24 ranks over MPI) lie in every trial. gcc's
-# lambda_dec is fixed: its automatic one falls to ~2e-12 here (it nearly interpolates a degree-2
-# polynomial), where the last-bit difference between f row by row (a worker's) and on the batch
-# (simulate's) moves gcc's nmse by up to 1.3e-3 relative — in one process as over MPI, with
-# liars or without; at 1e-6 by 3e-9, within test_runtime's NMSE_RTOL
-FAULTY = small_job("faulty", ["bacc", "gcc"], 30, """
-[code.gcc]
-lambda_dec = 1e-6
-[adversaries]
-count = 2
-placement = "fixed"
-kind = "bit-flip"
-bit = 62
-""").replace("workers = 6", "workers = 23")
 
 
 def liars_of(path):
