@@ -10,7 +10,6 @@ adversarial-setting decoder of arXiv 2502.08058 as published (every result fitte
 chosen for A adversaries, ``robust.adversarial_lambda``; it flags nothing).
 """
 
-
 from .kernels import spline_semikernel
 from .smoothing_code import SmoothingCode
 
@@ -24,11 +23,6 @@ class LeTCC(SmoothingCode):
     def __init__(self, N, K, lambda_enc="auto", lambda_dec="auto", alpha=None):
         super().__init__(N, K, spline_semikernel, lambda_enc, lambda_dec, alpha)
 
-    def adversarial_lambda(self, n):
-        from .robust import adversarial_lambda
-
-        return adversarial_lambda(n, self.N, self.errors)
-
     def trusted(self, received, Y):
         # "spline" outweighs the liars instead of dropping them; "spline-screen" is the generic
         # screen of LinearCode.trusted
@@ -41,6 +35,7 @@ class LeTCC(SmoothingCode):
     def choose(self, smoother, Y, side):
         # the published decoder: its lambda is the adversaries', not the results' best fit
         if side == "dec" and self.robust and self.robust_method == "spline":
-            return self.adversarial_lambda(len(Y))
-        return super().choose(smoother, Y, side)
+            from .robust import adversarial_lambda
 
+            return adversarial_lambda(len(Y), self.N, self.errors)
+        return super().choose(smoother, Y, side)

@@ -128,7 +128,7 @@ def loo_screen(points, Y, most):
         return finite
     reach = min(most + 1, REACH)
     keep, size = drop_outliers(Y, 2 * most, lambda idx: loo_residuals(points[idx], Y[idx], reach),
-                               points, reach)
+                               points, reach, keep=finite)
     if most >= 3:
         # three or more lies side by side on a straight stretch explain one another by some
         # pair (3000 results of sines with 300 liars: 6 missed without this step); the nearest
@@ -190,8 +190,8 @@ def berlekamp_welch(points, Y, D, A):
     ``consistent_with``) and the median singular-value gap of the per-coordinate systems
     (large: the wrong results are clearly located)."""
     keep = finite_rows(Y)
-    A_left = A - int((~keep).sum())
-    if A_left <= 0:
+    A_left = liars_left(keep, A)
+    if A_left == 0:
         return consistent_with(points, Y, keep, D), np.nan
     idx = np.flatnonzero(keep)
     Yk = Y[idx] / max(np.abs(Y[idx]).max(), 1e-300)  # one scale for every coordinate
@@ -273,9 +273,9 @@ def rational_locator(points, alpha, Y, A):
     the received points only (theirs at all N, so a straggler could take a vote), and the
     columns are scaled to one norm before the SVD, as the lcc decoder's (``bw_null``)."""
     keep = finite_rows(Y)
-    A_left = A - int((~keep).sum())
+    A_left = liars_left(keep, A)
     idx = np.flatnonzero(keep)
-    if A_left <= 0 or len(idx) <= A_left:
+    if A_left == 0 or len(idx) <= A_left:
         return keep, np.nan
     fixed, L = locator_system(points[idx], alpha, A_left)
     Yk = Y[idx] / max(np.abs(Y[idx]).max(), 1e-300)
@@ -289,6 +289,8 @@ def rational_locator(points, alpha, Y, A):
         votes[np.argsort(np.abs(L @ b), kind="stable")[:A_left]] += 1
     keep[idx[np.argsort(-votes, kind="stable")[:A_left]]] = False
     return keep, float(np.median(gaps))
+
+
 # The adversarial spline's lambda (sum-of-squares form, points on [-1, 1]): ADV_C * n *
 # (A / N)^(8/5). The paper's rule was not found in the sources at hand (docs/science.md); the
 # exponent is what its rate implies: a bias of order lambda^(3/4) (a bandwidth h = lambda^(1/4),
@@ -334,14 +336,15 @@ def spline_screen(points, Y, N, most):
             Y[idx], adversarial_lambda(len(idx), N, most))
         return np.linalg.norm(Y[idx] - fit, axis=1)
 
-    return drop_outliers(Y, 2 * liars_left(finite_rows(Y), most), residuals)[0]
+    finite = finite_rows(Y)
+    return drop_outliers(Y, 2 * liars_left(finite, most), residuals, keep=finite)[0]
 
 
 def liars_left(finite, most):
-    """The liars a screen still looks for once the rows ``finite_rows`` refused (each a lie)
-    are counted: their drops would otherwise go to honest results (a bit flipped into the
-    exponent of 2 of 2 liars left bacc 4 drops among 21 honest results, and honest workers
-    named in 60-87% of the trials)."""
+    """The liars a decoder still looks for once the rows ``finite_rows`` refused (each a lie)
+    are counted (the screens, lcc's Berlekamp–Welch, bacc's locator): a screen's drops would
+    otherwise go to honest results (a bit flipped into the exponent of 2 of 2 liars left bacc
+    4 drops among 21 honest results, and honest workers named in 60-87% of the trials)."""
     return max(most - int((~finite).sum()), 0)
 
 
