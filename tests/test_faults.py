@@ -560,7 +560,7 @@ def test_sigkill_of_rank_0_leaves_a_readable_file_with_every_committed_trial(tmp
         assert named == ["0"] or (len(named) > 1 and "0" in named), err
     res = read_results(tmp_path / "k.h5")
     assert not res.complete and trials_in(tmp_path / "k.h5") >= before
-    assert_consistent(res, at_most=39)
+    assert_consistent(res, at_most=299)  # of 300: any number may be in when the kill lands
 
 
 @needs_mpiexec
