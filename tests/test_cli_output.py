@@ -150,7 +150,7 @@ def same_arithmetic():
         env["OPENBLAS_CORETYPE"] = "Haswell"
         found = getattr(np.__config__, "CONFIG", {}).get("SIMD Extensions", {}).get("found", [])
         wide = [f for f in found if f.startswith(("X86_V4", "AVX512"))]
-        if wide:  # numpy refuses to disable what the machine lacks
+        if wide:  # only what the machine has: numpy has a refusal for disabling the rest
             env["NPY_DISABLE_CPU_FEATURES"] = " ".join(wide)
     return env
 
